@@ -1,0 +1,30 @@
+# GreyWind: `make run` sets everything up and starts the bot; `make test` sets everything up and
+# runs the checks and the test suite. Both need nothing but Python 3.11+ and make.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python bot.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check runtime plugins bench tests bot.py
+	$(BIN)/mypy runtime/kernel
+
+test: lint
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/kernel.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""GreyWind (灰风): an LLM persona runtime for QQ group chats."""
