@@ -1,0 +1,242 @@
+"""EventStore: the ADR's states, only legal moves, bounded memory, restore; and the id factories."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from runtime.kernel.clock import ManualClock
+from runtime.kernel.errors import IllegalTransition, InvalidSetting, UnknownEvent
+from runtime.kernel.events import TERMINAL_STATES, TRANSITIONS, BotEvent, EventState, EventStore
+from runtime.kernel.ids import CounterIds, UniqueIds
+
+S = EventState
+
+
+def _walk(store: EventStore, event_id: str, *states: EventState, now: float = 0.0) -> BotEvent:
+    event = store.require(event_id)
+    for state in states:
+        event = store.transition(event_id, state, now)
+    return event
+
+
+# -- ids ----------------------------------------------------------------------------------------
+
+
+def test_counter_ids_count_per_prefix_and_are_reproducible() -> None:
+    a, b = CounterIds(), CounterIds()
+    seq_a = [a("ev"), a("ev"), a("th"), a("ev")]
+    seq_b = [b("ev"), b("ev"), b("th"), b("ev")]
+    assert seq_a == ["ev-1", "ev-2", "th-1", "ev-3"]
+    assert seq_a == seq_b
+
+
+def test_unique_ids_differ_across_restarts_at_the_same_instant() -> None:
+    clock = ManualClock(1_767_225_600.0)
+    first_run = UniqueIds(clock)
+    second_run = UniqueIds(clock)  # a restart within the same millisecond
+    made = {first_run("ev") for _ in range(100)} | {second_run("ev") for _ in range(100)}
+    assert len(made) == 200
+    assert all(i.startswith("ev-") for i in made)
+
+
+def test_unique_ids_sort_by_time() -> None:
+    clock = ManualClock(1_700_000_000.0)
+    ids = UniqueIds(clock, entropy=lambda n: "00" * n)
+    early = ids("th")
+    clock.advance(5.0)
+    late = ids("th")
+    assert early < late
+
+
+# -- events: ADR §3 ------------------------------------------------------------------------------
+
+
+def test_create_starts_captured_with_defaults() -> None:
+    store = EventStore()
+    event = store.create(
+        kind="message", chat_id="group:1", now=10.0, actor_ids=["42"], evidence_message_ids=["7"]
+    )
+    assert event.id == "ev-1"
+    assert event.state is S.CAPTURED
+    assert event.not_before == 10.0
+    assert event.deadline is None
+    assert event.actor_ids == ("42",)
+    assert event.evidence_message_ids == ("7",)
+    assert store.get("ev-1") == event
+    assert store.get("ev-404") is None
+
+
+def test_payload_is_copied_and_read_only() -> None:
+    store = EventStore()
+    source: dict[str, object] = {"text": "hi"}
+    event = store.create(kind="message", chat_id="group:1", now=0.0, payload=source)
+    source["text"] = "changed"
+    assert event.payload["text"] == "hi"
+    with pytest.raises(TypeError):
+        event.payload["text"] = "x"  # type: ignore[index]
+
+
+def test_the_ordinary_lifecycle_of_a_scheduled_reply() -> None:
+    store = EventStore()
+    e = store.create(kind="message", chat_id="group:1", now=0.0)
+    done = _walk(store, e.id, S.LINKED, S.CLASSIFIED, S.SCHEDULED, S.ELIGIBLE, S.DELIBERATING, S.REPLIED)
+    assert done.state is S.REPLIED
+    assert done.terminal
+
+
+def test_snooze_and_budget_block_come_back() -> None:
+    store = EventStore()
+    e = store.create(kind="message", chat_id="group:1", now=0.0)
+    blocked_then_snoozed = (S.CLASSIFIED, S.SCHEDULED, S.ELIGIBLE, S.SCHEDULED, S.ELIGIBLE, S.DELIBERATING)
+    _walk(store, e.id, *blocked_then_snoozed, S.SNOOZED)
+    assert _walk(store, e.id, S.ELIGIBLE, S.DELIBERATING, S.SKIPPED).state is S.SKIPPED
+
+
+@pytest.mark.parametrize(
+    ("path", "illegal"),
+    [
+        ((), S.REPLIED),  # captured straight to replied: no deliberation happened
+        ((), S.DELIBERATING),
+        ((S.CLASSIFIED,), S.DELIBERATING),  # must become eligible first
+        ((S.CLASSIFIED, S.SCHEDULED), S.REPLIED),
+        ((S.CLASSIFIED, S.SKIPPED), S.SCHEDULED),  # terminal stays terminal
+        ((S.EXPIRED,), S.CAPTURED),
+        ((S.CLASSIFIED,), S.CLASSIFIED),  # no self moves
+    ],
+)
+def test_illegal_transitions_are_refused_and_change_nothing(
+    path: tuple[EventState, ...], illegal: EventState
+) -> None:
+    store = EventStore()
+    e = store.create(kind="message", chat_id="group:1", now=0.0)
+    before = _walk(store, e.id, *path)
+    with pytest.raises(IllegalTransition) as info:
+        store.transition(e.id, illegal, 1.0)
+    assert illegal.value in str(info.value)
+    assert store.get(e.id) == before
+
+
+def test_transition_table_covers_every_state_and_terminals_have_no_exit() -> None:
+    assert set(TRANSITIONS) == set(EventState)
+    assert {S.REPLIED, S.SKIPPED, S.EXPIRED} == TERMINAL_STATES
+    for state, targets in TRANSITIONS.items():
+        assert state not in targets
+        if state not in TERMINAL_STATES:
+            assert S.EXPIRED in targets, state  # every live event can run out of time
+
+
+def test_unknown_ids_raise() -> None:
+    store = EventStore()
+    with pytest.raises(UnknownEvent):
+        store.transition("ev-9", S.SKIPPED, 0.0)
+    with pytest.raises(UnknownEvent):
+        store.update("ev-9", 0.0, priority=1.0)
+
+
+def test_update_changes_fields_and_time_but_never_the_state() -> None:
+    store = EventStore()
+    e = store.create(kind="message", chat_id="group:1", now=0.0)
+    updated = store.update(e.id, 5.0, thread_id="th-3", priority=0.7, deadline=60.0, actor_ids=["1", "2"])
+    assert (updated.thread_id, updated.priority, updated.deadline) == ("th-3", 0.7, 60.0)
+    assert updated.actor_ids == ("1", "2")
+    assert updated.updated_at == 5.0
+    assert updated.created_at == 0.0
+    with pytest.raises(TypeError):
+        store.update(e.id, 6.0, state=S.REPLIED)
+    with pytest.raises(TypeError):
+        store.update(e.id, 6.0, colour="red")
+    assert store.require(e.id).state is S.CAPTURED
+
+
+def test_list_filters_by_chat_thread_and_state() -> None:
+    store = EventStore()
+    a = store.create(kind="message", chat_id="group:1", now=0.0, thread_id="th-1")
+    b = store.create(kind="message", chat_id="group:1", now=1.0, thread_id="th-2")
+    c = store.create(kind="message", chat_id="group:2", now=2.0, thread_id="th-3")
+    store.transition(b.id, S.SKIPPED, 3.0)
+    assert [e.id for e in store.list(chat_id="group:1")] == [a.id, b.id]
+    assert [e.id for e in store.list(thread_id="th-3")] == [c.id]
+    assert [e.id for e in store.list(states={S.CAPTURED})] == [a.id, c.id]
+    assert [e.id for e in store.list(chat_id="group:1", states={S.SKIPPED})] == [b.id]
+    assert store.list(chat_id="group:404") == []
+
+
+# -- bounded -------------------------------------------------------------------------------------
+
+
+def test_prune_drops_only_old_terminal_events() -> None:
+    store = EventStore(keep_terminal_for=60.0)
+    old_done = store.create(kind="message", chat_id="group:1", now=0.0)
+    store.transition(old_done.id, S.SKIPPED, 10.0)
+    old_live = store.create(kind="message", chat_id="group:1", now=0.0)
+    new_done = store.create(kind="message", chat_id="group:1", now=50.0)
+    store.transition(new_done.id, S.EXPIRED, 50.0)
+    assert store.prune(now=100.0) == 1
+    assert store.get(old_done.id) is None
+    assert store.get(old_live.id) is not None  # live events are never pruned, however old
+    assert store.get(new_done.id) is not None
+    assert store.list(chat_id="group:1") == [store.require(old_live.id), store.require(new_done.id)]
+    assert store.statistics().pruned == 1
+
+
+def test_terminal_events_are_capped_by_count_at_once() -> None:
+    store = EventStore(max_terminal=3)
+    for i in range(10):
+        e = store.create(kind="message", chat_id="group:1", now=float(i))
+        store.transition(e.id, S.SKIPPED, float(i))
+    stats = store.statistics()
+    assert stats.terminal == 3
+    assert len(store) == 3
+    assert [e.id for e in store.list()] == ["ev-8", "ev-9", "ev-10"]
+
+
+def test_bad_limits_are_refused_by_name() -> None:
+    with pytest.raises(InvalidSetting, match="keep_terminal_for"):
+        EventStore(keep_terminal_for=-1.0)
+    with pytest.raises(InvalidSetting, match="max_terminal"):
+        EventStore(max_terminal=-1)
+
+
+# -- persistence ---------------------------------------------------------------------------------
+
+
+def test_restore_puts_events_back_and_new_ids_do_not_collide() -> None:
+    first = EventStore()
+    a = first.create(kind="message", chat_id="group:1", now=0.0)
+    b = first.create(kind="timer", chat_id="group:1", now=1.0, not_before=30.0, payload={"n": 1})
+    first.transition(b.id, S.CLASSIFIED, 2.0)
+    first.transition(b.id, S.SCHEDULED, 2.0)
+
+    second = EventStore()  # a restart: same deterministic counter, starting again at ev-1
+    for event in (a, first.require(b.id)):
+        second.restore(event)
+    assert second.require(b.id).state is S.SCHEDULED
+    assert second.require(b.id).payload == {"n": 1}
+    fresh = second.create(kind="message", chat_id="group:1", now=3.0)
+    assert fresh.id not in {a.id, b.id}
+    assert len(second) == 3
+    # restored events carry on through the machine
+    assert second.transition(b.id, S.ELIGIBLE, 31.0).state is S.ELIGIBLE
+    assert second.statistics().restored == 2
+
+
+def test_restore_replaces_an_event_with_the_same_id() -> None:
+    store = EventStore()
+    e = store.create(kind="message", chat_id="group:1", now=0.0)
+    store.restore(dataclasses.replace(e, chat_id="group:2", state=S.SKIPPED))
+    assert store.list(chat_id="group:1") == []
+    assert [x.id for x in store.list(chat_id="group:2")] == [e.id]
+    stats = store.statistics()
+    assert (stats.live, stats.terminal) == (0, 1)
+
+
+def test_statistics_count_states() -> None:
+    store = EventStore()
+    for _ in range(3):
+        store.create(kind="message", chat_id="group:1", now=0.0)
+    store.transition("ev-1", S.CLASSIFIED, 0.0)
+    stats = store.statistics()
+    assert dict(stats.by_state) == {"captured": 2, "classified": 1}
+    assert (stats.created, stats.transitions, stats.live) == (3, 1, 3)
