@@ -5,6 +5,8 @@ from __future__ import annotations
 from runtime.config._base import Section
 from runtime.config.kernel import AttentionConfig, BudgetConfig
 from runtime.config.lexicon import LexiconConfig
+from runtime.config.memory_injection import MemoryInjectionConfig
+from runtime.config.models import ModelsConfig
 from runtime.config.persona import PersonaConfig
 from runtime.config.threads import ThreadsConfig
 
@@ -15,3 +17,5 @@ class GreyWindConfig(Section):
     attention: AttentionConfig = AttentionConfig()
     threads: ThreadsConfig = ThreadsConfig()
     lexicon: LexiconConfig = LexiconConfig()
+    models: ModelsConfig = ModelsConfig()
+    memory_injection: MemoryInjectionConfig = MemoryInjectionConfig()
