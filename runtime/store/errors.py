@@ -1,0 +1,78 @@
+"""Faults raised by the store. A missing row is a value (``None``), not an exception.
+
+::
+
+    StoreError              base of everything the store raises on purpose
+    ├── DataDirError        the data directory cannot be created or written (names the path)
+    ├── StoreCorruptError   the database file is not a database, or fails its integrity check
+    ├── SchemaTooNewError   the file was written by a newer GreyWind (its schema version > ours)
+    ├── MigrationError      a numbered migration failed; the database stays at the last good version
+    ├── StoreLockedError    another connection kept the database locked through the busy timeout
+    │                       and every retry
+    ├── StoreClosedError    an operation reached a store (or writer) that was already closed
+    └── WriterError         the writer stopped with items it could not write (counted and logged,
+                            never dropped silently)
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class of the store's own faults."""
+
+
+class DataDirError(StoreError):
+    """Raised at start when the data directory is missing and cannot be created, or is not writable."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(
+            f"data directory {path!r}: {problem} (set GREYWIND_DATA_DIR to a writable directory)"
+        )
+        self.path = path
+
+
+class StoreCorruptError(StoreError):
+    """Raised at start when the file is not an SQLite database or fails ``PRAGMA quick_check``."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(
+            f"database {path!r} is corrupt: {problem}. "
+            "It was left untouched; restore a backup or move it away"
+        )
+        self.path = path
+
+
+class SchemaTooNewError(StoreError):
+    """Raised at start when the database's schema version is newer than this code knows."""
+
+    def __init__(self, path: str, found: int, known: int) -> None:
+        super().__init__(
+            f"database {path!r} has schema version {found}, newer than this GreyWind understands ({known}); "
+            "upgrade GreyWind or point GREYWIND_DATA_DIR elsewhere"
+        )
+        self.found = found
+        self.known = known
+
+
+class MigrationError(StoreError):
+    """Raised at start when a migration script fails; its transaction is rolled back."""
+
+    def __init__(self, version: int, problem: str) -> None:
+        super().__init__(f"migration {version:04d} failed: {problem}")
+        self.version = version
+
+
+class StoreLockedError(StoreError):
+    """Raised when the database stayed locked by another connection through every retry."""
+
+
+class StoreClosedError(StoreError):
+    """Raised when a closed store or writer is used."""
+
+
+class WriterError(StoreError):
+    """Raised by ``StoreWriter.aclose`` when items could not be written before the writer stopped."""
+
+    def __init__(self, unwritten: int, problem: str) -> None:
+        super().__init__(f"writer stopped with {unwritten} unwritten item(s): {problem}")
+        self.unwritten = unwritten
