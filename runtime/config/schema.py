@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runtime.config._base import Section
+from runtime.config.bot import BotConfig, OutboundConfig
 from runtime.config.kernel import AttentionConfig, BudgetConfig
 from runtime.config.lexicon import LexiconConfig
 from runtime.config.memory_injection import MemoryInjectionConfig
@@ -19,3 +20,5 @@ class GreyWindConfig(Section):
     lexicon: LexiconConfig = LexiconConfig()
     models: ModelsConfig = ModelsConfig()
     memory_injection: MemoryInjectionConfig = MemoryInjectionConfig()
+    bot: BotConfig = BotConfig()
+    outbound: OutboundConfig = OutboundConfig()

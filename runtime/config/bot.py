@@ -1,0 +1,65 @@
+"""``[bot]`` and ``[outbound]``: how the edge talks to QQ.
+
+::
+
+    [bot]
+    shadow_mode = false          # ingest, decide and log, but send nothing (forced on without a model)
+    mute_words = ["闭嘴", "安静", "别说话", "shut up"]
+    unmute_phrase = "灰风说话"     # lifts a quiet period (superusers can always: /unmute)
+    quiet_minutes = 30
+    max_reply_chars = 600        # a reply longer than this is cut (with a marker)
+    split_at = 200               # ... and sent as several messages of about this length
+    max_message_chars = 4000     # incoming text longer than this reaches the kernel truncated
+    command_prefix = "/"         # superuser commands: /status, /why 123, /mute ...
+
+    [outbound]
+    max_per_minute = 20          # all sends of the account together (QQ restricts fast senders)
+    burst = 5
+    retry_delay_ms = 1500
+    send_timeout_ms = 10000
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from runtime.config._base import Section
+
+
+class BotConfig(Section):
+    shadow_mode: bool = False
+    # Said to the bot (an @, a reply, its name first, or in private) these open a quiet period.
+    mute_words: tuple[str, ...] = ("闭嘴", "安静", "别说话", "别吵", "shut up")
+    unmute_phrase: str = "灰风说话"
+    quiet_minutes: int = Field(default=30, ge=1, le=7 * 24 * 60)
+    max_reply_chars: int = Field(default=600, ge=20, le=20_000)
+    split_at: int = Field(default=200, ge=20, le=5_000)
+    # The kernel never sees more than this much of one message; the rest becomes a marker.
+    max_message_chars: int = Field(default=4_000, ge=100, le=100_000)
+    command_prefix: str = Field(default="/", min_length=1, max_length=3)
+    # Messages handed to the runtime at once; more wait (per-chat order is kept either way).
+    max_inflight: int = Field(default=64, ge=1, le=10_000)
+
+    @field_validator("mute_words")
+    @classmethod
+    def _no_blank_words(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        words = tuple(word.strip() for word in value)
+        if any(not word for word in words):
+            raise ValueError("mute words must not be blank")
+        return words
+
+    @model_validator(mode="after")
+    def _split_fits(self) -> BotConfig:
+        if self.split_at > self.max_reply_chars:
+            raise ValueError("bot.split_at must not exceed bot.max_reply_chars")
+        return self
+
+
+class OutboundConfig(Section):
+    """All sends of one QQ account, across every group and private chat."""
+
+    max_per_minute: int = Field(default=20, ge=1, le=600)
+    # Sends allowed back to back before the per-minute rate applies.
+    burst: int = Field(default=5, ge=1, le=100)
+    retry_delay_ms: int = Field(default=1_500, ge=0, le=60_000)
+    send_timeout_ms: int = Field(default=10_000, ge=100, le=120_000)
