@@ -1,0 +1,234 @@
+"""The activation scheduler (ADR-0002 §5): when scheduled events become eligible.
+
+Rules:
+
+- an event is never returned before its ``not_before``;
+- an event still pending after its ``deadline`` (``now > deadline``) expires instead;
+- events due at the same time come out higher ``priority`` first, then in scheduling order;
+- a returned event has been moved to ``eligible``.
+
+Every operation is O(log n) and none scans the pending set. Two heaps hold the entries: one ordered by
+``(not_before, -priority, seq)`` for :meth:`due`, one by ``(deadline, seq)`` for :meth:`expire`.
+Deletion is lazy: an entry is live only while ``_pending[event_id]`` still holds its ``seq``, so
+cancelling forgets the id and snoozing pushes a new entry; stale entries are dropped when they reach a
+heap's top, and both heaps are rebuilt once stale entries outnumber live ones (amortised O(1)).
+
+The scheduler reads ``not_before``, ``deadline`` and ``priority`` from the event when it is scheduled;
+to change them, update the event and schedule it again. It owns the state moves of the events it
+holds (``scheduled``/``snoozed`` → ``eligible`` | ``expired`` | ``skipped``) through the
+:class:`~runtime.kernel.events.EventStore`, so illegal moves raise there.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from runtime.kernel.events import BotEvent, EventState, EventStore
+
+__all__ = ["ActivationScheduler", "SchedulerStatistics"]
+
+_WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
+# Rebuild the heaps when they hold more than this many entries beyond twice the live count.
+_COMPACT_SLACK = 256
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerStatistics:
+    pending: int
+    next_at: float | None
+    next_deadline: float | None
+    heap_entries: int
+    scheduled: int
+    returned: int
+    expired: int
+    cancelled: int
+    snoozed: int
+    compactions: int
+
+
+class ActivationScheduler:
+    """Pending activations over an :class:`EventStore`; see the module docstring for the rules."""
+
+    __slots__ = ("_counts", "_deadlines", "_due", "_expired", "_pending", "_seq", "store")
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self._due: list[tuple[float, float, int, str]] = []  # (not_before, -priority, seq, id)
+        self._deadlines: list[tuple[float, int, str]] = []  # (deadline, seq, id)
+        self._pending: dict[str, int] = {}  # id -> seq of its live entries
+        self._seq = 0
+        # Events expired while due() ran, handed out by the next expire().
+        self._expired: list[BotEvent] = []
+        # scheduled, returned, expired, cancelled, snoozed, compactions
+        self._counts = [0, 0, 0, 0, 0, 0]
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def __contains__(self, event_id: object) -> bool:
+        return event_id in self._pending
+
+    def pending_ids(self) -> Iterator[str]:
+        return iter(self._pending)
+
+    # -- scheduling ------------------------------------------------------------------------------
+
+    def schedule(self, event_id: str, now: float) -> BotEvent:
+        """Hold the event until its ``not_before``; moves it to ``scheduled`` unless it is waiting."""
+        event = self.store.require(event_id)
+        if event.state not in _WAITING:
+            event = self.store.transition(event_id, EventState.SCHEDULED, now)
+        self._push(event)
+        self._counts[0] += 1
+        return event
+
+    def snooze(self, event_id: str, until: float, now: float) -> BotEvent:
+        """Put the event off until ``until`` (its new ``not_before``); it comes back as ``eligible``."""
+        self.store.require(event_id)
+        event = self.store.update(event_id, now, not_before=until)
+        if event.state is not EventState.SNOOZED:
+            event = self.store.transition(event_id, EventState.SNOOZED, now)
+        self._push(event)
+        self._counts[4] += 1
+        return event
+
+    def cancel(self, event_id: str, now: float, *, reason: str | None = None) -> bool:
+        """Withdraw a pending event and mark it ``skipped`` (with ``reason`` in its payload).
+
+        Returns ``False`` when the event was not pending (never scheduled, already due or gone).
+        """
+        if self._pending.pop(event_id, None) is None:
+            return False
+        self._counts[3] += 1
+        event = self.store.get(event_id)
+        if event is not None and event.state in _WAITING:
+            if reason is not None:
+                self.store.update(event_id, now, payload=_with(event.payload, skip_reason=reason))
+            self.store.transition(event_id, EventState.SKIPPED, now)
+        self._maybe_compact()
+        return True
+
+    def forget(self, event_id: str) -> bool:
+        """Stop holding the event without touching its state (someone else has moved it on)."""
+        if self._pending.pop(event_id, None) is None:
+            return False
+        self._maybe_compact()
+        return True
+
+    def restore(self, events: Iterable[BotEvent]) -> int:
+        """Hold again the ``scheduled``/``snoozed`` events persistence put back into the store."""
+        restored = 0
+        for event in events:
+            if event.state in _WAITING and event.id in self.store:
+                self._push(event)
+                restored += 1
+        return restored
+
+    # -- taking events out -----------------------------------------------------------------------
+
+    def due(self, now: float, limit: int | None = None) -> list[BotEvent]:
+        """Pending events whose time has come, now ``eligible``; past-deadline ones expire instead."""
+        self._expire_into_buffer(now)
+        heap = self._due
+        pending = self._pending
+        store = self.store
+        out: list[BotEvent] = []
+        while heap and heap[0][0] <= now:
+            if limit is not None and len(out) >= limit:
+                break
+            _, _, seq, event_id = heapq.heappop(heap)
+            if pending.get(event_id) != seq:
+                continue
+            del pending[event_id]
+            event = store.get(event_id)
+            if event is None or event.state not in _WAITING:
+                continue  # removed or moved on behind the scheduler's back: nothing to activate
+            out.append(store.transition(event_id, EventState.ELIGIBLE, now))
+        if out:
+            self._counts[1] += len(out)
+            self._maybe_compact()  # returned events leave stale deadline entries behind
+        return out
+
+    pop_due = due
+
+    def expire(self, now: float) -> list[BotEvent]:
+        """Expire every pending event past its deadline; also returns those :meth:`due` expired."""
+        self._expire_into_buffer(now)
+        expired, self._expired = self._expired, []
+        return expired
+
+    def next_at(self) -> float | None:
+        """The earliest ``not_before`` among pending events (``None`` when nothing is pending)."""
+        heap = self._due
+        while heap and self._pending.get(heap[0][3]) != heap[0][2]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline among pending events: after it, :meth:`expire` has work."""
+        heap = self._deadlines
+        while heap and self._pending.get(heap[0][2]) != heap[0][1]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def statistics(self) -> SchedulerStatistics:
+        scheduled, returned, expired, cancelled, snoozed, compactions = self._counts
+        return SchedulerStatistics(
+            pending=len(self._pending),
+            next_at=self.next_at(),
+            next_deadline=self.next_deadline(),
+            heap_entries=len(self._due) + len(self._deadlines),
+            scheduled=scheduled,
+            returned=returned,
+            expired=expired,
+            cancelled=cancelled,
+            snoozed=snoozed,
+            compactions=compactions,
+        )
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _push(self, event: BotEvent) -> None:
+        self._seq += 1
+        seq = self._seq
+        replacing = event.id in self._pending
+        self._pending[event.id] = seq
+        heapq.heappush(self._due, (event.not_before, -event.priority, seq, event.id))
+        if event.deadline is not None:
+            heapq.heappush(self._deadlines, (event.deadline, seq, event.id))
+        if replacing:
+            self._maybe_compact()
+
+    def _expire_into_buffer(self, now: float) -> None:
+        heap = self._deadlines
+        pending = self._pending
+        while heap and heap[0][0] < now:
+            _, seq, event_id = heapq.heappop(heap)
+            if pending.get(event_id) != seq:
+                continue
+            del pending[event_id]
+            event = self.store.get(event_id)
+            if event is None or event.state not in _WAITING:
+                continue
+            self._expired.append(self.store.transition(event_id, EventState.EXPIRED, now))
+            self._counts[2] += 1
+
+    def _maybe_compact(self) -> None:
+        live = len(self._pending)
+        limit = 2 * live + _COMPACT_SLACK
+        if len(self._due) <= limit and len(self._deadlines) <= limit:
+            return
+        pending = self._pending
+        self._due = [e for e in self._due if pending.get(e[3]) == e[2]]
+        heapq.heapify(self._due)
+        self._deadlines = [e for e in self._deadlines if pending.get(e[2]) == e[1]]
+        heapq.heapify(self._deadlines)
+        self._counts[5] += 1
+
+
+def _with(payload: Mapping[str, object], **extra: object) -> dict[str, object]:
+    merged = dict(payload)
+    merged.update(extra)
+    return merged
