@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import Field, model_validator
 
 from runtime.config._base import Section
@@ -32,6 +34,8 @@ class AttentionConfig(Section):
     weight_thread: float = Field(default=0.25, ge=0.0, le=1.0)
     weight_keyword: float = Field(default=0.35, ge=0.0, le=1.0)
     weight_silence: float = Field(default=0.05, ge=0.0, le=1.0)
+    # Silence before a message this long earns the whole weight_silence (shorter earns a share).
+    silence_full_ms: int = Field(default=600_000, ge=1_000)
     penalty_recently_replied: float = Field(default=0.2, ge=0.0, le=1.0)
     penalty_budget_exhausted: float = Field(default=0.3, ge=0.0, le=1.0)
 
@@ -39,4 +43,37 @@ class AttentionConfig(Section):
     def _ordered(self) -> AttentionConfig:
         if self.medium > self.high:
             raise ValueError("attention.medium must not exceed attention.high")
+        return self
+
+
+class SupersedePolicy(StrEnum):
+    THREAD = "thread"  # a newer scheduled message in the same conversation thread cancels the older
+    CHAT = "chat"  # ... anywhere in the same chat
+    NONE = "none"  # every scheduled message keeps its activation
+
+
+class SchedulingConfig(Section):
+    """When scheduled activations fire. Delays count from the message; deadlines too."""
+
+    # HIGH waits a moment so the speaker can finish and a newer message can supersede it.
+    high_delay_ms: int = Field(default=2_000, ge=0)
+    high_deadline_ms: int = Field(default=60_000, ge=1)
+    medium_delay_ms: int = Field(default=10_000, ge=0)
+    medium_deadline_ms: int = Field(default=120_000, ge=1)
+    # A forced reply refused by its budget is retried until this long after the message, then dropped.
+    forced_deadline_ms: int = Field(default=120_000, ge=0)
+    supersede: SupersedePolicy = SupersedePolicy.THREAD
+    # The bot spoke in the chat this recently (outside the message's thread): attention penalty.
+    recently_replied_ms: int = Field(default=120_000, ge=0)
+    # Texts waiting for lexicon learning; beyond this the oldest are dropped (learning is best effort).
+    learn_queue_max: int = Field(default=5_000, ge=0)
+    # Learning reads at most this many characters of a message (bad input stays linear and bounded).
+    learn_text_max_chars: int = Field(default=2_000, ge=1)
+
+    @model_validator(mode="after")
+    def _deadlines_after_delays(self) -> SchedulingConfig:
+        if self.high_deadline_ms < self.high_delay_ms:
+            raise ValueError("scheduling.high_deadline_ms must not be below scheduling.high_delay_ms")
+        if self.medium_deadline_ms < self.medium_delay_ms:
+            raise ValueError("scheduling.medium_deadline_ms must not be below scheduling.medium_delay_ms")
         return self

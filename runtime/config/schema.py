@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtime.config._base import Section
 from runtime.config.bot import BotConfig, OutboundConfig
-from runtime.config.kernel import AttentionConfig, BudgetConfig
+from runtime.config.kernel import AttentionConfig, BudgetConfig, SchedulingConfig
 from runtime.config.lexicon import LexiconConfig
 from runtime.config.memory_injection import MemoryInjectionConfig
 from runtime.config.models import ModelsConfig
@@ -18,6 +18,7 @@ class GreyWindConfig(Section):
     attention: AttentionConfig = AttentionConfig()
     threads: ThreadsConfig = ThreadsConfig()
     lexicon: LexiconConfig = LexiconConfig()
+    scheduling: SchedulingConfig = SchedulingConfig()
     models: ModelsConfig = ModelsConfig()
     memory_injection: MemoryInjectionConfig = MemoryInjectionConfig()
     bot: BotConfig = BotConfig()
