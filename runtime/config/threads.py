@@ -1,8 +1,16 @@
-"""``[threads]``: how the kernel groups a chat's messages into conversation threads."""
+"""``[threads]``: how the kernel groups a chat's messages into conversation threads.
+
+A message joins the recent thread with the best score, or starts a new one when no thread scores
+``join_threshold``. A reply always joins its target's thread. The other signals add up: an @ of
+someone who spoke in the thread (``weight_mention``), the speaker's own latest thread
+(``weight_speaker``) or the thread where the speaker was last @-ed (``weight_addressed``), shared
+words with the thread (``weight_terms``) and plain recency (``weight_recent``, within ``gap_ms``).
+These defaults are the bot's and the ones ``bench/disentangle.py`` measures.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from runtime.config._base import Section
 
@@ -10,3 +18,29 @@ from runtime.config._base import Section
 class ThreadsConfig(Section):
     # A message later than this after a thread's last message never joins it by recency alone.
     gap_ms: int = Field(default=300_000, ge=1_000)
+    # Replies, mentions, speakers and shared words can still join a thread idle this long; idler
+    # threads are pruned.
+    horizon_ms: int = Field(default=1_800_000, ge=1_000)
+    # How strongly each signal pulls a message into a thread (scores add up; the best thread wins).
+    weight_mention: float = Field(default=1.0, ge=0.0, le=10.0)
+    weight_speaker: float = Field(default=0.6, ge=0.0, le=10.0)
+    weight_addressed: float = Field(default=0.8, ge=0.0, le=10.0)
+    weight_terms: float = Field(default=0.6, ge=0.0, le=10.0)
+    weight_recent: float = Field(default=0.4, ge=0.0, le=10.0)
+    # The score a thread needs for a message to join it rather than start a new thread.
+    join_threshold: float = Field(default=0.5, ge=0.0, le=10.0)
+    # Bounds: live threads and remembered message ids per chat, threads scored per message, words kept
+    # per thread, characters and words read per message, chats tracked at once.
+    max_threads_per_chat: int = Field(default=64, ge=1)
+    max_messages_per_chat: int = Field(default=5_000, ge=1)
+    max_candidates: int = Field(default=12, ge=1)
+    max_terms_per_thread: int = Field(default=64, ge=1)
+    max_feature_chars: int = Field(default=1_000, ge=1)
+    max_terms_per_message: int = Field(default=48, ge=1)
+    max_chats: int = Field(default=20_000, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ThreadsConfig:
+        if self.horizon_ms < self.gap_ms:
+            raise ValueError("threads.horizon_ms must not be shorter than threads.gap_ms")
+        return self
