@@ -74,6 +74,9 @@ class RestorePolicy:
     messages_per_chat: int = 200
 
 
+DEFAULT_RESTORE = RestorePolicy()
+
+
 @runtime_checkable
 class Store(Protocol):
     """Async storage for everything GreyWind keeps across restarts."""
@@ -129,6 +132,9 @@ class Store(Protocol):
         """Full-text search inside the given chats only; best first."""
 
     async def count_messages(self, chat_id: str | None = None) -> int: ...
+
+    async def messages_since(self, since: float, *, per_chat: int = 200) -> list[StoredMessage]:
+        """Each chat's latest ``per_chat`` messages with ``time >= since``; oldest first overall."""
 
     # -- kernel events and scheduled activations ---------------------------------------------------
 
@@ -317,7 +323,7 @@ class Store(Protocol):
     # -- restoration -------------------------------------------------------------------------------
 
     async def load_runtime_state(
-        self, *, now: float, policy: RestorePolicy = RestorePolicy()
+        self, *, now: float, policy: RestorePolicy = DEFAULT_RESTORE
     ) -> RuntimeState:
         """What the runtime puts back on start: non-terminal events and pending activations, speeches
         within ``policy.speech_window``, every lexicon term, each chat's recent messages (for the
