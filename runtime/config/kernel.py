@@ -65,10 +65,9 @@ class SchedulingConfig(Section):
     supersede: SupersedePolicy = SupersedePolicy.THREAD
     # The bot spoke in the chat this recently (outside the message's thread): attention penalty.
     recently_replied_ms: int = Field(default=120_000, ge=0)
-    # Texts waiting for lexicon learning; beyond this the oldest are dropped (learning is best effort).
+    # Texts waiting for lexicon learning (``[lexicon]`` caps what a batch reads); beyond this the
+    # oldest are dropped, since learning is best effort.
     learn_queue_max: int = Field(default=5_000, ge=0)
-    # Learning reads at most this many characters of a message (bad input stays linear and bounded).
-    learn_text_max_chars: int = Field(default=2_000, ge=1)
 
     @model_validator(mode="after")
     def _deadlines_after_delays(self) -> SchedulingConfig:
