@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runtime.config._base import Section
 from runtime.config.bot import BotConfig, OutboundConfig
+from runtime.config.context import ContextConfig
 from runtime.config.kernel import AttentionConfig, BudgetConfig, SchedulingConfig
 from runtime.config.lexicon import LexiconConfig
 from runtime.config.memory_injection import MemoryInjectionConfig
@@ -23,3 +24,4 @@ class GreyWindConfig(Section):
     memory_injection: MemoryInjectionConfig = MemoryInjectionConfig()
     bot: BotConfig = BotConfig()
     outbound: OutboundConfig = OutboundConfig()
+    context: ContextConfig = ContextConfig()

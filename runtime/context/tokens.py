@@ -1,0 +1,57 @@
+"""Token counting as the Context Runtime needs it: a protocol, and a rough counter to fall back on.
+
+The runtime's real estimator lives with the model client (``runtime.llm``); anything with
+``count(text) -> int`` fits. :class:`RoughTokenCounter` is the offline fallback used when no counter is
+injected: it errs high on Chinese (one Han character can be more than one token in common
+vocabularies), because a prompt that overruns the window fails while one that underuses it does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+__all__ = ["MESSAGE_OVERHEAD", "REPLY_PRIMING", "RoughTokenCounter", "TokenCounter", "count_messages"]
+
+#: Tokens a chat message costs beyond its content (role and separators), and the reply's priming.
+MESSAGE_OVERHEAD = 4
+REPLY_PRIMING = 3
+
+
+class TokenCounter(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+def _is_wide(ch: str) -> bool:
+    code = ord(ch)
+    return (
+        0x2E80 <= code <= 0x9FFF  # CJK radicals, kana, unified ideographs
+        or 0xAC00 <= code <= 0xD7AF  # hangul
+        or 0xF900 <= code <= 0xFAFF
+        or 0xFF00 <= code <= 0xFFEF  # full-width forms and punctuation
+        or 0x20000 <= code <= 0x2FA1F
+        or code >= 0x1F000  # emoji: several byte-level tokens each
+    )
+
+
+class RoughTokenCounter:
+    """``1.2`` tokens per wide character, one per three other characters, rounded up."""
+
+    __slots__ = ()
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if text.isascii():
+            return math.ceil(len(text) / 3)
+        wide = sum(1 for ch in text if _is_wide(ch))
+        return math.ceil(wide * 1.2 + (len(text) - wide) / 3)
+
+
+def count_messages(messages: Iterable[Mapping[str, str]], counter: TokenCounter) -> int:
+    """What a chat ``messages`` list costs as a prompt, overheads included."""
+    total = REPLY_PRIMING
+    for message in messages:
+        total += MESSAGE_OVERHEAD + counter.count(message.get("content") or "")
+    return total
