@@ -1,0 +1,1 @@
+"""Model access: an OpenAI-compatible client, the model router, and token accounting."""
