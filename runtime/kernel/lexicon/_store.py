@@ -1,0 +1,179 @@
+"""The terms of one LexiconKey and their automaton (private to the lexicon package).
+
+Each key has its own automaton, so a change in one group rebuilds only that group's. A change marks
+the automaton stale; it is rebuilt on the next match, from scratch, and swapped in whole: a
+pyahocorasick automaton is never mutated after it is built, never pickled, and every search takes a
+fresh ``iter()`` (reusing an iterator through ``.set()`` on text with emoji crashes pyahocorasick
+2.3.1).
+
+Every surface (a term's text or one of its aliases) belongs to exactly one term of the key, so a
+match resolves to one term. The automaton's value for a surface is the surface string itself
+(the very object the term holds, so it costs no memory), or ``(surface, byte_length)`` for the rare
+surface with an astral character, whose length in code units differs from its length in characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import ahocorasick
+
+from runtime.kernel.lexicon.normalize import encode_units, unit_length
+from runtime.kernel.lexicon.terms import KeywordTerm, LexiconKey, TermStatus
+
+Payload = str | tuple[str, int]
+
+
+class Entry:
+    """A term while the lexicon holds it: mutable so learning and decay update it in place."""
+
+    __slots__ = (
+        "aliases",
+        "confidence",
+        "decayed_at",
+        "expires_at",
+        "first_seen_at",
+        "last_seen_at",
+        "source",
+        "status",
+        "text",
+        "weight",
+    )
+
+    def __init__(self, term: KeywordTerm) -> None:
+        self.text = term.text
+        self.aliases = term.aliases
+        self.weight = term.weight
+        self.confidence = term.confidence
+        self.source = term.source
+        self.first_seen_at = term.first_seen_at
+        self.last_seen_at = term.last_seen_at
+        self.expires_at = term.expires_at
+        self.status = term.status
+        self.decayed_at = term.decayed_at
+
+    def freeze(self) -> KeywordTerm:
+        return KeywordTerm(
+            text=self.text,
+            aliases=self.aliases,
+            weight=self.weight,
+            confidence=self.confidence,
+            source=self.source,
+            first_seen_at=self.first_seen_at,
+            last_seen_at=self.last_seen_at,
+            expires_at=self.expires_at,
+            status=self.status,
+            decayed_at=self.decayed_at,
+        )
+
+    def surfaces(self) -> Iterator[str]:
+        yield self.text
+        yield from self.aliases
+
+
+class KeyTerms:
+    """The terms of one key, their alias index and their (lazily rebuilt) automaton."""
+
+    __slots__ = ("_automaton", "_stale", "aliases", "entries", "key")
+
+    def __init__(self, key: LexiconKey) -> None:
+        self.key = key
+        self.entries: dict[str, Entry] = {}
+        self.aliases: dict[str, str] = {}  # alias -> the text of the term that owns it
+        self._automaton: ahocorasick.Automaton | None = None
+        self._stale = False
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def owner(self, surface: str) -> Entry | None:
+        """The term that owns ``surface`` (its text or one of its aliases), if any."""
+        entry = self.entries.get(surface)
+        if entry is not None:
+            return entry
+        text = self.aliases.get(surface)
+        return None if text is None else self.entries[text]
+
+    def put(self, entry: Entry) -> list[Entry]:
+        """Insert or replace ``entry``; surfaces it claims are taken from other terms.
+
+        A term whose text is claimed is absorbed (removed and returned); a term that only loses an
+        alias keeps the rest of itself.
+        """
+        absorbed: list[Entry] = []
+        old = self.entries.get(entry.text)
+        if old is not None:
+            self._drop(old)
+        for surface in entry.surfaces():
+            other = self.owner(surface)
+            if other is None:
+                continue
+            if other.text == surface:
+                self._drop(other)
+                absorbed.append(other)
+            else:
+                other.aliases = tuple(alias for alias in other.aliases if alias != surface)
+                del self.aliases[surface]
+        self.entries[entry.text] = entry
+        for alias in entry.aliases:
+            self.aliases[alias] = entry.text
+        self._stale = True
+        return absorbed
+
+    def remove(self, text: str) -> Entry | None:
+        entry = self.entries.get(text)
+        if entry is not None:
+            self._drop(entry)
+            self._stale = True
+        return entry
+
+    def _drop(self, entry: Entry) -> None:
+        del self.entries[entry.text]
+        for alias in entry.aliases:
+            if self.aliases.get(alias) == entry.text:
+                del self.aliases[alias]
+
+    def touch(self) -> None:
+        """Mark the automaton stale (a status changed in place)."""
+        self._stale = True
+
+    @property
+    def stale(self) -> bool:
+        return self._stale
+
+    @property
+    def built(self) -> int:
+        """1 when an automaton is held (for statistics), else 0."""
+        return 0 if self._automaton is None else 1
+
+    def automaton(self) -> ahocorasick.Automaton | None:
+        """The automaton over every non-suppressed surface, rebuilt first if stale."""
+        if self._stale:
+            self._automaton = _build(self.entries.values())
+            self._stale = False
+        return self._automaton
+
+    def current_automaton(self) -> ahocorasick.Automaton | None:
+        """The automaton as last built, possibly stale (learning resolves hits through owner())."""
+        if self._automaton is None and self._stale:
+            return self.automaton()
+        return self._automaton
+
+
+def _build(entries: Iterable[Entry]) -> ahocorasick.Automaton | None:
+    automaton = ahocorasick.Automaton(ahocorasick.STORE_ANY)
+    words = 0
+    for entry in entries:
+        if entry.status is TermStatus.SUPPRESSED:
+            continue
+        for surface in entry.surfaces():
+            payload: Payload = surface
+            units = unit_length(surface)
+            if units != len(surface):
+                payload = (surface, 2 * units)
+            automaton.add_word(encode_units(surface), payload)
+            words += 1
+    if words == 0:
+        return None
+    automaton.make_automaton()
+    return automaton

@@ -1,0 +1,544 @@
+"""DynamicLexicon: keyword terms per (scope, owner), matched with Aho-Corasick, learned in batches.
+
+ADR-0002 §7. Terms live under a :class:`LexiconKey`; a message is matched against the keys that
+concern it (global, its group, its thread, the persona, running games, ...). Matching is a query:
+it changes nothing. Learning (:meth:`DynamicLexicon.learn_batch`) runs off the per-message path:
+it reinforces the terms a text contains and proposes new ones from segmentation.
+
+Rules:
+
+- a term or alias is normalised (:mod:`.normalize`) and needs two characters or more;
+- a learned term starts at ``initial_weight`` (0.2); each text that contains it again adds
+  ``repeat_step`` (0.1) up to 1 — one text counts once however often it repeats the term;
+- an ACTIVE term not seen for ``t`` seconds keeps ``0.5 ** (t / half_life)`` of its weight and is
+  deleted below ``delete_below``; PINNED terms keep their weight and are never deleted by decay nor
+  evicted; SUPPRESSED terms never match, are never re-learned and stay until removed;
+- a term past ``expires_at`` is deleted by :meth:`expire`, whatever its status: an expiry is an
+  explicit deadline. Until then it matches (matching has no clock);
+- each key holds at most ``max_terms`` (the global key ``max_terms_global``): a new term evicts the
+  ACTIVE term of lowest weight (oldest first among equals); a learned newcomer may itself be the
+  one evicted; an explicit :meth:`add` never is, and fails with :class:`LexiconFull` only when
+  nothing in the key may be evicted.
+
+Matching is plain substring matching on normalised text ("ai" occurs in "said"); see
+:mod:`.scoring` for how overlapping hits count toward the score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import ahocorasick
+
+from runtime.kernel.lexicon._store import Entry, KeyTerms
+from runtime.kernel.lexicon.learning import JiebaSegmenter, Segmenter, extract_candidates
+from runtime.kernel.lexicon.normalize import UnitMap, encode_units, normalize_term, normalize_text
+from runtime.kernel.lexicon.scoring import Span, score_spans
+from runtime.kernel.lexicon.settings import LexiconSettings
+from runtime.kernel.lexicon.terms import (
+    InvalidTerm,
+    KeywordHit,
+    KeywordSnapshot,
+    KeywordTerm,
+    LearnReport,
+    LexiconFull,
+    LexiconKey,
+    LexiconScope,
+    LexiconStatistics,
+    TermStatus,
+)
+
+Disposer = Callable[[], bool]
+LEARNED = "learned"
+
+
+class DynamicLexicon:
+    """Keyword terms per LexiconKey; see the module docstring for the rules."""
+
+    def __init__(
+        self, settings: LexiconSettings | None = None, *, segmenter: Segmenter | None = None
+    ) -> None:
+        self._settings = settings or LexiconSettings()
+        self._segmenter: Segmenter = segmenter if segmenter is not None else JiebaSegmenter()
+        self._keys: dict[LexiconKey, KeyTerms] = {}
+        self._rebuilds = 0
+        self._matches = 0
+        self._learned = 0
+        self._evicted = 0
+        self._decayed_away = 0
+        self._expired = 0
+
+    @property
+    def settings(self) -> LexiconSettings:
+        return self._settings
+
+    # -- registration --------------------------------------------------------------------------
+
+    def add(
+        self,
+        key: LexiconKey,
+        text: str,
+        *,
+        now: float,
+        aliases: Iterable[str] = (),
+        weight: float = 1.0,
+        confidence: float = 1.0,
+        source: str = "manual",
+        status: TermStatus = TermStatus.ACTIVE,
+        expires_at: float | None = None,
+    ) -> KeywordTerm:
+        """Add a term, or replace the term with the same normalised text (keeping its first_seen_at).
+
+        Surfaces it claims are taken from other terms of the key (see ``KeyTerms.put``).
+        Raises :class:`InvalidTerm` for a text or alias under two characters and
+        :class:`LexiconFull` when the key is full of pinned and suppressed terms.
+        """
+        canonical = _valid(text)
+        alias_set = dict.fromkeys(_valid(alias) for alias in aliases)
+        alias_set.pop(canonical, None)
+        store = self._keys.get(key)
+        existing = store.entries.get(canonical) if store is not None else None
+        term = KeywordTerm(
+            text=canonical,
+            aliases=tuple(alias_set),
+            weight=_unit(weight),
+            confidence=_unit(confidence),
+            source=source,
+            first_seen_at=existing.first_seen_at if existing is not None else now,
+            last_seen_at=now,
+            expires_at=expires_at,
+            status=status,
+        )
+        if store is None:
+            store = self._keys[key] = KeyTerms(key)
+        if existing is None and len(store) >= self._cap(key):
+            victim = _lowest_active(store.entries.values())
+            if victim is None:
+                raise LexiconFull(f"{key}: {len(store)} terms, none may be evicted")
+            store.remove(victim.text)
+            self._evicted += 1
+        store.put(Entry(term))
+        return term
+
+    def register(self, key: LexiconKey, text: str, *, now: float, **options: object) -> Disposer:
+        """:meth:`add`, returning a disposer that removes the term again (for a plugin's scope).
+
+        The disposer is idempotent and returns whether it removed something.
+        """
+        term = self.add(key, text, now=now, **options)  # type: ignore[arg-type]
+        done = False
+
+        def dispose() -> bool:
+            nonlocal done
+            if done:
+                return False
+            done = True
+            return self.remove(key, term.text)
+
+        return dispose
+
+    def remove(self, key: LexiconKey, text: str) -> bool:
+        """Remove the term whose normalised text is ``text``; whether there was one."""
+        store = self._keys.get(key)
+        if store is None or store.remove(normalize_term(text)) is None:
+            return False
+        if not store.entries:
+            del self._keys[key]
+        return True
+
+    def clear(self, key: LexiconKey) -> int:
+        """Remove every term of ``key`` (a thread pruned, a game over); how many there were."""
+        store = self._keys.pop(key, None)
+        return 0 if store is None else len(store)
+
+    def pin(self, key: LexiconKey, text: str, pinned: bool = True) -> KeywordTerm | None:
+        """Pin (or unpin back to ACTIVE) an existing term; ``None`` when there is no such term."""
+        if pinned:
+            return self._set_status(key, text, TermStatus.PINNED, None)
+        return self._set_status(key, text, TermStatus.ACTIVE, TermStatus.PINNED)
+
+    def suppress(
+        self, key: LexiconKey, text: str, suppressed: bool = True, *, now: float
+    ) -> KeywordTerm | None:
+        """Suppress a term so it never matches and is never re-learned; unsuppress to ACTIVE.
+
+        Suppressing a text the key does not hold adds it suppressed, so learning will not propose
+        it. Unsuppressing an unknown text returns ``None``.
+        """
+        canonical = normalize_term(text)
+        store = self._keys.get(key)
+        if suppressed and (store is None or store.entries.get(canonical) is None):
+            return self.add(key, canonical, now=now, status=TermStatus.SUPPRESSED, source="suppressed")
+        if suppressed:
+            return self._set_status(key, canonical, TermStatus.SUPPRESSED, None)
+        return self._set_status(key, canonical, TermStatus.ACTIVE, TermStatus.SUPPRESSED)
+
+    def _set_status(
+        self, key: LexiconKey, text: str, target: TermStatus, only_from: TermStatus | None
+    ) -> KeywordTerm | None:
+        store = self._keys.get(key)
+        entry = None if store is None else store.entries.get(normalize_term(text))
+        if store is None or entry is None:
+            return None
+        if entry.status is not target and (only_from is None or entry.status is only_from):
+            if TermStatus.SUPPRESSED in (entry.status, target):
+                store.touch()  # suppressed surfaces are left out of the automaton
+            entry.status = target
+        return entry.freeze()
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def get(self, key: LexiconKey, text: str) -> KeywordTerm | None:
+        store = self._keys.get(key)
+        entry = None if store is None else store.owner(normalize_term(text))
+        return None if entry is None else entry.freeze()
+
+    def terms(self, key: LexiconKey) -> list[KeywordTerm]:
+        store = self._keys.get(key)
+        return [] if store is None else [entry.freeze() for entry in store.entries.values()]
+
+    def keys(self) -> list[LexiconKey]:
+        return list(self._keys)
+
+    def match(self, text: str, keys: Iterable[LexiconKey]) -> list[KeywordHit]:
+        """Every occurrence of every non-suppressed term of ``keys`` in ``text``.
+
+        Sorted by start, then end, then key and term; offsets index ``normalize_text(text)``.
+        """
+        normalized = normalize_text(text)
+        encoded = encode_units(normalized)
+        hits: list[KeywordHit] = []
+        units: UnitMap | None = None
+        for key in dict.fromkeys(keys):
+            for start_byte, _end_byte, surface, entry in self._scan(key, encoded):
+                if units is None:
+                    units = UnitMap(normalized)
+                start = units.char_offset(start_byte >> 1)
+                hits.append(
+                    KeywordHit(
+                        key=key,
+                        term=entry.text,
+                        surface=surface,
+                        start=start,
+                        end=start + len(surface),
+                        weight=entry.weight,
+                        confidence=entry.confidence,
+                    )
+                )
+        hits.sort(key=lambda hit: (hit.start, hit.end, str(hit.key), hit.term))
+        return hits
+
+    def score(self, text: str, keys: Iterable[LexiconKey]) -> float:
+        """The keyword score of ``text`` in [0, 1] (rules in :mod:`.scoring`)."""
+        encoded = encode_units(normalize_text(text))
+        spans: list[Span] = []
+        for key in dict.fromkeys(keys):
+            for start_byte, end_byte, _surface, entry in self._scan(key, encoded):
+                spans.append((start_byte, end_byte, entry.text, entry.weight * entry.confidence))
+        return score_spans(spans)
+
+    def _scan(self, key: LexiconKey, encoded: str) -> list[tuple[int, int, str, Entry]]:
+        """Aligned occurrences in ``encoded`` as (start byte, end byte, surface, term)."""
+        store = self._keys.get(key)
+        if store is None:
+            return []
+        self._matches += 1
+        if store.stale:
+            self._rebuilds += 1
+        return _occurrences(store, store.automaton(), encoded)
+
+    # -- learning -----------------------------------------------------------------------------
+
+    def learn(self, text: str, key: LexiconKey, now: float) -> list[KeywordTerm]:
+        """Learn from one text: the terms it created or reinforced, as they now are."""
+        tally = _Tally()
+        self._learn_key(key, (text,), now, tally)
+        store = self._keys.get(key)
+        if store is None:
+            return []
+        return [entry.freeze() for entry in tally.touched if store.entries.get(entry.text) is entry]
+
+    def learn_batch(self, texts_by_key: Mapping[LexiconKey, Sequence[str]], now: float) -> LearnReport:
+        """Learn from many texts at once, at most ``learn_max_texts`` of them (the rest are skipped).
+
+        Each text is read up to ``learn_max_chars``; each key's automaton is built at most once.
+        """
+        tally = _Tally()
+        budget = self._settings.learn_max_texts
+        skipped = 0
+        for key, texts in texts_by_key.items():
+            taken = texts[: max(0, budget)]
+            skipped += len(texts) - len(taken)
+            budget -= len(taken)
+            if taken:
+                self._learn_key(key, taken, now, tally)
+        created = tuple(
+            entry.freeze()
+            for key, entry in tally.created
+            if (store := self._keys.get(key)) is not None and store.entries.get(entry.text) is entry
+        )
+        return LearnReport(
+            texts=tally.texts,
+            skipped_texts=skipped,
+            chars_read=tally.chars,
+            created=created,
+            reinforced=tally.reinforced,
+            evicted=tally.evicted,
+        )
+
+    def _learn_key(self, key: LexiconKey, texts: Iterable[str], now: float, tally: _Tally) -> None:
+        settings = self._settings
+        store = self._keys.get(key)
+        # Built once for the whole batch: terms this batch creates are found through owner() on the
+        # candidates, and _occurrences() skips surfaces that are gone.
+        automaton = None if store is None else store.current_automaton()
+        cap = self._cap(key)
+        for text in texts:
+            normalized = normalize_text(text[: settings.learn_max_chars])
+            tally.texts += 1
+            tally.chars += len(normalized)
+            seen: dict[str, Entry] = {}
+            if store is not None:
+                for _start, _end, _surface, entry in _occurrences(store, automaton, encode_units(normalized)):
+                    seen[entry.text] = entry
+            fresh: list[str] = []
+            for word in extract_candidates(
+                normalized,
+                self._segmenter,
+                max_chars=settings.learn_max_chars,
+                max_term_chars=settings.max_term_chars,
+                stop_words=settings.stop_words,
+            ):
+                owner = None if store is None else store.owner(word)
+                if owner is None:
+                    if len(fresh) < settings.learn_max_new_per_text:
+                        fresh.append(word)
+                elif owner.status is not TermStatus.SUPPRESSED:
+                    seen[owner.text] = owner
+            for entry in seen.values():
+                self._reinforce(entry, now)
+                tally.reinforced += 1
+                tally.touched.append(entry)
+            for word in fresh:
+                if store is None:
+                    store = self._keys[key] = KeyTerms(key)
+                entry = Entry(
+                    KeywordTerm(
+                        text=word,
+                        weight=settings.initial_weight,
+                        confidence=settings.initial_confidence,
+                        source=LEARNED,
+                        first_seen_at=now,
+                        last_seen_at=now,
+                    )
+                )
+                store.put(entry)
+                self._learned += 1
+                tally.created.append((key, entry))
+                tally.touched.append(entry)
+                if len(store) > cap:
+                    victim = _lowest_active(store.entries.values())
+                    if victim is not None:
+                        store.remove(victim.text)
+                        self._evicted += 1
+                        tally.evicted += 1
+
+    def _reinforce(self, entry: Entry, now: float) -> None:
+        settings = self._settings
+        if entry.status is not TermStatus.PINNED:
+            self._decay_entry(entry, now)
+            entry.weight = min(1.0, entry.weight + settings.repeat_step)
+            entry.confidence = min(1.0, entry.confidence + settings.confidence_step)
+            entry.decayed_at = now
+        entry.last_seen_at = max(entry.last_seen_at, now)
+
+    # -- maintenance --------------------------------------------------------------------------
+
+    def decay(self, now: float) -> int:
+        """Decay ACTIVE terms by the time since they were last seen; delete those under the threshold.
+
+        Returns how many terms were deleted.
+        """
+        threshold = self._settings.delete_below
+        removed = 0
+        for key, store in list(self._keys.items()):
+            doomed: list[str] = []
+            for entry in store.entries.values():
+                if entry.status is TermStatus.ACTIVE:
+                    self._decay_entry(entry, now)
+                    if entry.weight < threshold:
+                        doomed.append(entry.text)
+            removed += self._drop(key, store, doomed)
+        self._decayed_away += removed
+        return removed
+
+    def _decay_entry(self, entry: Entry, now: float) -> None:
+        since = entry.last_seen_at if entry.decayed_at is None else max(entry.decayed_at, entry.last_seen_at)
+        if now > since:
+            entry.weight *= 0.5 ** ((now - since) / self._settings.half_life)
+            entry.decayed_at = now
+
+    def expire(self, now: float) -> int:
+        """Delete every term whose ``expires_at`` has come, whatever its status; how many."""
+        removed = 0
+        for key, store in list(self._keys.items()):
+            doomed = [
+                entry.text
+                for entry in store.entries.values()
+                if entry.expires_at is not None and entry.expires_at <= now
+            ]
+            removed += self._drop(key, store, doomed)
+        self._expired += removed
+        return removed
+
+    def _drop(self, key: LexiconKey, store: KeyTerms, texts: list[str]) -> int:
+        for text in texts:
+            store.remove(text)
+        if not store.entries:
+            del self._keys[key]
+        return len(texts)
+
+    # -- persistence and statistics -----------------------------------------------------------
+
+    def snapshot(self) -> list[KeywordSnapshot]:
+        """Every key's terms, suppressed ones included, as frozen values."""
+        return [
+            KeywordSnapshot(key, tuple(entry.freeze() for entry in store.entries.values()))
+            for key, store in self._keys.items()
+        ]
+
+    def restore(self, snapshots: Iterable[KeywordSnapshot]) -> None:
+        """Put the keys of ``snapshots`` back exactly as they were; other keys are left alone.
+
+        Terms are normalised again (raising :class:`InvalidTerm` for a bad one) and the caps apply:
+        a key over its cap loses its lowest ACTIVE terms.
+        """
+        for snapshot in snapshots:
+            store = KeyTerms(snapshot.key)
+            for term in snapshot.terms:
+                aliases = tuple(dict.fromkeys(_valid(alias) for alias in term.aliases))
+                store.put(Entry(_normalized_term(term, _valid(term.text), aliases)))
+            cap = self._cap(snapshot.key)
+            while len(store) > cap and (victim := _lowest_active(store.entries.values())) is not None:
+                store.remove(victim.text)
+            if store.entries:
+                self._keys[snapshot.key] = store
+            else:
+                self._keys.pop(snapshot.key, None)
+
+    def statistics(self) -> LexiconStatistics:
+        """Counts over every key (a walk over all terms: for status pages, not per message)."""
+        pinned = suppressed = terms = 0
+        by_scope: dict[str, int] = dict.fromkeys((scope.value for scope in LexiconScope), 0)
+        automata = 0
+        for key, store in self._keys.items():
+            terms += len(store)
+            by_scope[key.scope.value] += len(store)
+            automata += store.built
+            for entry in store.entries.values():
+                if entry.status is TermStatus.PINNED:
+                    pinned += 1
+                elif entry.status is TermStatus.SUPPRESSED:
+                    suppressed += 1
+        return LexiconStatistics(
+            keys=len(self._keys),
+            terms=terms,
+            pinned=pinned,
+            suppressed=suppressed,
+            learned=self._learned,
+            automata=automata,
+            rebuilds=self._rebuilds,
+            matches=self._matches,
+            evicted=self._evicted,
+            decayed_away=self._decayed_away,
+            expired=self._expired,
+            terms_by_scope=tuple(by_scope.items()),
+        )
+
+    def _cap(self, key: LexiconKey) -> int:
+        if key.scope is LexiconScope.GLOBAL:
+            return self._settings.max_terms_global
+        return self._settings.max_terms
+
+
+class _Tally:
+    __slots__ = ("chars", "created", "evicted", "reinforced", "texts", "touched")
+
+    def __init__(self) -> None:
+        self.texts = 0
+        self.chars = 0
+        self.reinforced = 0
+        self.evicted = 0
+        self.created: list[tuple[LexiconKey, Entry]] = []
+        self.touched: list[Entry] = []
+
+
+def _occurrences(
+    store: KeyTerms, automaton: ahocorasick.Automaton | None, encoded: str
+) -> list[tuple[int, int, str, Entry]]:
+    """Occurrences of ``store``'s surfaces as (start byte, end byte, surface, term).
+
+    Latin-1 "bytes" of the UTF-16 encoding: a match must start on an even byte, else it straddles
+    two code units and is not an occurrence. Surfaces no longer owned, or suppressed, are skipped
+    (a stale automaton during learning may still hold them).
+    """
+    if automaton is None:
+        return []
+    found: list[tuple[int, int, str, Entry]] = []
+    owner = store.owner
+    for last, payload in automaton.iter(encoded):
+        if type(payload) is str:
+            surface: str = payload
+            length = len(payload) << 1
+        else:
+            surface, length = payload
+        end = last + 1
+        start = end - length
+        if start & 1:
+            continue
+        entry = owner(surface)
+        if entry is None or entry.status is TermStatus.SUPPRESSED:
+            continue
+        found.append((start, end, surface, entry))
+    return found
+
+
+def _lowest_active(entries: Iterable[Entry]) -> Entry | None:
+    """The ACTIVE term to evict first: lowest weight, then least recently seen."""
+    victim: Entry | None = None
+    for entry in entries:
+        if entry.status is TermStatus.ACTIVE and (
+            victim is None or (entry.weight, entry.last_seen_at) < (victim.weight, victim.last_seen_at)
+        ):
+            victim = entry
+    return victim
+
+
+def _valid(text: str) -> str:
+    normalized = normalize_term(text)
+    if len(normalized) < 2:
+        raise InvalidTerm(f"{text!r}: a term or alias needs at least two characters after normalisation")
+    return normalized
+
+
+def _unit(value: float) -> float:
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise InvalidTerm(f"weight and confidence must be in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _normalized_term(term: KeywordTerm, text: str, aliases: tuple[str, ...]) -> KeywordTerm:
+    if text == term.text and aliases == term.aliases:
+        return term
+    return KeywordTerm(
+        text=text,
+        aliases=tuple(alias for alias in aliases if alias != text),
+        weight=term.weight,
+        confidence=term.confidence,
+        source=term.source,
+        first_seen_at=term.first_seen_at,
+        last_seen_at=term.last_seen_at,
+        expires_at=term.expires_at,
+        status=term.status,
+        decayed_at=term.decayed_at,
+    )

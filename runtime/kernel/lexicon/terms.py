@@ -1,0 +1,134 @@
+"""The lexicon's values: scopes and keys, terms, hits, snapshots, reports and statistics.
+
+Faults (each a :class:`runtime.kernel.errors.KernelError`)::
+
+    LexiconError             base of the lexicon's faults
+    ├── InvalidTerm          a term or alias is empty or shorter than two characters after normalisation
+    └── LexiconFull          a key is at its cap and every term in it is pinned or suppressed
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from runtime.kernel.errors import KernelError
+
+
+class LexiconScope(StrEnum):
+    """Who a set of terms belongs to (ADR-0002 §7)."""
+
+    GLOBAL = "global"
+    GROUP = "group"
+    THREAD = "thread"
+    PERSONA = "persona"
+    ACTIVITY = "activity"
+    GAME = "game"
+    TOOL = "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class LexiconKey:
+    """One set of terms: a scope and its owner (a chat id, thread id, persona, game name, ...)."""
+
+    scope: LexiconScope
+    owner: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.scope.value}:{self.owner}"
+
+
+GLOBAL_KEY = LexiconKey(LexiconScope.GLOBAL, "")
+
+
+class TermStatus(StrEnum):
+    """ACTIVE terms decay and may be evicted; PINNED never are; SUPPRESSED never match."""
+
+    ACTIVE = "active"
+    PINNED = "pinned"
+    SUPPRESSED = "suppressed"
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordTerm:
+    """A term as the lexicon holds it. ``text`` and ``aliases`` are normalised.
+
+    ``decayed_at`` is when decay last brought ``weight`` up to date (``None``: at ``last_seen_at``);
+    snapshots carry it so a restart does not decay the same interval twice.
+    """
+
+    text: str
+    aliases: tuple[str, ...] = ()
+    weight: float = 1.0
+    confidence: float = 1.0
+    source: str = "manual"
+    first_seen_at: float = 0.0
+    last_seen_at: float = 0.0
+    expires_at: float | None = None
+    status: TermStatus = TermStatus.ACTIVE
+    decayed_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordHit:
+    """One occurrence of a term (through its text or an alias) in a normalised message.
+
+    ``start``/``end`` are character offsets into ``normalize_text(message)``; ``surface`` is the
+    normalised string that occurred (the term's text or one of its aliases).
+    """
+
+    key: LexiconKey
+    term: str
+    surface: str
+    start: int
+    end: int
+    weight: float
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordSnapshot:
+    """Every term of one key, suppressed ones included; what persistence stores and restores."""
+
+    key: LexiconKey
+    terms: tuple[KeywordTerm, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LearnReport:
+    """What one learning batch did."""
+
+    texts: int
+    skipped_texts: int
+    chars_read: int
+    created: tuple[KeywordTerm, ...]
+    reinforced: int
+    evicted: int
+
+
+@dataclass(frozen=True, slots=True)
+class LexiconStatistics:
+    keys: int
+    terms: int
+    pinned: int
+    suppressed: int
+    learned: int
+    automata: int
+    rebuilds: int
+    matches: int
+    evicted: int
+    decayed_away: int
+    expired: int
+    terms_by_scope: tuple[tuple[str, int], ...]
+
+
+class LexiconError(KernelError):
+    """Base class of the lexicon's faults."""
+
+
+class InvalidTerm(LexiconError):  # noqa: N818 - named like the kernel's other faults
+    """Raised for a term or alias under two characters, or a weight or confidence outside [0, 1]."""
+
+
+class LexiconFull(LexiconError):  # noqa: N818 - named like the kernel's other faults
+    """Raised when a key is at its cap and nothing in it may be evicted."""
