@@ -118,7 +118,7 @@ def score_attention(inp: AttentionInput, weights: AttentionWeights) -> Attention
         score += weights.question
         reasons.append(f"question +{weights.question:.2f}")
     silence = _clamp01(inp.silence_seconds / weights.silence_full) * weights.silence
-    if silence > 0.0:
+    if silence >= 0.005:  # smaller shares would read "+0.00"; they are left out of score and reasons
         score += silence
         reasons.append(f"silence +{silence:.2f}")
     if inp.recently_replied and weights.recently_replied:

@@ -72,6 +72,10 @@ class BudgetVerdict:
     retry_at: float | None = None
 
 
+_OPEN_NORMAL = BudgetVerdict(True, "normal budget open")
+_OPEN_FORCED = BudgetVerdict(True, "forced budget open")
+
+
 @dataclass(frozen=True, slots=True)
 class GroupActorStatistics:
     chat_id: str
@@ -126,7 +130,14 @@ class GroupActor:
         return self._last_speech
 
     def can_speak(self, now: float, *, forced: bool = False) -> BudgetVerdict:
-        """May the bot speak in this chat at ``now``? A refusal carries ``retry_at``."""
+        """May the bot speak in this chat at ``now``? A refusal carries ``retry_at`` and is counted."""
+        verdict = self.peek(now, forced=forced)
+        if not verdict.allowed:
+            self._stats[2] += 1
+        return verdict
+
+    def peek(self, now: float, *, forced: bool = False) -> BudgetVerdict:
+        """:meth:`can_speak` without counting a refusal (attention asks on every message)."""
         window = self._forced if forced else self._normal
         kind = "forced" if forced else "normal"
         cooldown_until: float | None = None
@@ -137,8 +148,7 @@ class GroupActor:
                 cooldown_until = until
         full_until = window.full_until(now)
         if cooldown_until is None and full_until is None:
-            return BudgetVerdict(True, f"{kind} budget open")
-        self._stats[2] += 1
+            return _OPEN_FORCED if forced else _OPEN_NORMAL
         # When both hold, the later time is the first moment both are clear.
         if full_until is not None and (cooldown_until is None or full_until >= cooldown_until):
             policy = window.policy
@@ -211,7 +221,7 @@ class Budgets:
     def can_speak(self, chat_id: str, now: float, *, forced: bool = False) -> BudgetVerdict:
         actor = self._actors.get(chat_id)
         if actor is None:
-            return BudgetVerdict(True, f"{'forced' if forced else 'normal'} budget open")
+            return _OPEN_FORCED if forced else _OPEN_NORMAL
         return actor.can_speak(now, forced=forced)
 
     def record_speech(self, chat_id: str, now: float, *, forced: bool = False) -> None:

@@ -187,3 +187,11 @@ def test_no_sequence_exceeds_a_window_or_the_cooldown(
     for (before, _), (after, kind) in itertools.pairwise(spoken):
         policy = forced if kind else normal
         assert after >= before + policy.min_interval
+
+
+def test_peek_answers_like_can_speak_without_counting_a_refusal() -> None:
+    actor = make().actor("group:1")
+    actor.record_speech(0.0)
+    assert actor.peek(10.0) == actor.can_speak(10.0)
+    actor.peek(20.0)
+    assert actor.statistics().refusals == 1
