@@ -1,0 +1,71 @@
+"""Episodes: the persona's deliberations and the ReAct loop that runs them (ADR-0002 §9).
+
+The package raises only :class:`~runtime.kernel.errors.IllegalTransition` (an episode asked to
+move against :data:`~runtime.episodes.episode.TRANSITIONS`, or run/resume from the wrong state);
+everything that goes wrong *inside* an episode — a reasoner fault, a bad action, a failing tool — is
+recorded in its steps and ends in an :class:`~runtime.episodes.loop.EpisodeOutcome`.
+"""
+
+from __future__ import annotations
+
+from runtime.episodes.actions import (
+    EpisodeAction,
+    Expire,
+    Malformed,
+    Observe,
+    ParsedAction,
+    Reply,
+    ToolCall,
+    Wait,
+    parse_action,
+)
+from runtime.episodes.control_tools import CONTROL_TOOLS, action_from_text, action_from_tool_call
+from runtime.episodes.episode import TRANSITIONS, Episode, EpisodeStatus, EpisodeStep, Observation
+from runtime.episodes.loop import (
+    EpisodeOutcome,
+    OutcomeKind,
+    ToolBox,
+    observation_from_messages,
+    resume,
+    run_episode,
+)
+from runtime.episodes.reasoner import Reasoner, ScriptedReasoner
+from runtime.episodes.settings import EpisodeSettings, tool_registry_from_config
+from runtime.episodes.sink import ActivationSink, SchedulerSink
+from runtime.episodes.waiting import RESUME_KIND, WaitingRoom, WaitingStatistics, episode_id_of
+
+__all__ = [
+    "CONTROL_TOOLS",
+    "RESUME_KIND",
+    "TRANSITIONS",
+    "ActivationSink",
+    "Episode",
+    "EpisodeAction",
+    "EpisodeOutcome",
+    "EpisodeSettings",
+    "EpisodeStatus",
+    "EpisodeStep",
+    "Expire",
+    "Malformed",
+    "Observation",
+    "Observe",
+    "OutcomeKind",
+    "ParsedAction",
+    "Reasoner",
+    "Reply",
+    "SchedulerSink",
+    "ScriptedReasoner",
+    "ToolBox",
+    "ToolCall",
+    "Wait",
+    "WaitingRoom",
+    "WaitingStatistics",
+    "action_from_text",
+    "action_from_tool_call",
+    "episode_id_of",
+    "observation_from_messages",
+    "parse_action",
+    "resume",
+    "run_episode",
+    "tool_registry_from_config",
+]

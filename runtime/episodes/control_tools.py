@@ -1,0 +1,76 @@
+"""The episode's control actions as OpenAI tools (DESIGN.md §5), and the mapping back.
+
+A model-backed reasoner offers :data:`CONTROL_TOOLS` beside the registered tools' schemas; whatever
+the model answers goes through :func:`action_from_tool_call` (a tool call) or
+:func:`action_from_text` (plain text with no tool call, which is a reply).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from runtime.episodes.actions import Malformed, ParsedAction, parse_action
+
+
+def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required,
+                           "additionalProperties": False},
+        },
+    }
+
+
+REPLY_TOOL = _tool(
+    "reply", "Say something in the chat now. Ends this turn.",
+    {"text": {"type": "string", "minLength": 1, "description": "The message to send, as you would say it."}},
+    ["text"],
+)
+WAIT_TOOL = _tool(
+    "wait", "Say nothing yet and come back later; you will see what was said in this thread meanwhile.",
+    {"seconds": {"type": "number", "exclusiveMinimum": 0, "description": "How long to wait, in seconds."},
+     "reason": {"type": "string", "description": "What you are waiting for."}},
+    ["seconds", "reason"],
+)
+OBSERVE_TOOL = _tool(
+    "observe", "Stay silent this time and keep listening. Ends this turn.",
+    {"reason": {"type": "string", "description": "Why silence is right here."}},
+    ["reason"],
+)
+EXPIRE_TOOL = _tool(
+    "expire", "Drop this: the moment has passed or it needs nothing from you. Ends this turn.",
+    {"reason": {"type": "string", "description": "Why it is dropped."}},
+    ["reason"],
+)
+CONTROL_TOOLS: tuple[dict[str, Any], ...] = (REPLY_TOOL, WAIT_TOOL, OBSERVE_TOOL, EXPIRE_TOOL)
+CONTROL_TOOL_NAMES = frozenset({"reply", "wait", "observe", "expire"})
+
+
+def action_from_tool_call(name: str, arguments: str | Mapping[str, Any] | None,
+                          call_id: str | None = None) -> ParsedAction:
+    """The action a model's tool call stands for: a control action or a call of a registered tool.
+
+    ``arguments`` is the JSON string the API returns (or an already-parsed object).
+    """
+    if isinstance(arguments, str):
+        try:
+            args: object = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return Malformed(f"arguments of {name} are not valid JSON ({exc.msg})", arguments[:500])
+    else:
+        args = arguments if arguments is not None else {}
+    if not isinstance(args, Mapping):
+        return Malformed(f"arguments of {name} must be a JSON object", repr(args)[:500])
+    if name in CONTROL_TOOL_NAMES:
+        return parse_action({**args, "type": name})
+    return parse_action({"type": "tool", "tool": name, "args": args, "call_id": call_id})
+
+
+def action_from_text(text: str | None) -> ParsedAction:
+    """A plain answer with no tool call is a reply; an empty one is unreadable."""
+    return parse_action({"type": "reply", "text": text or ""})
