@@ -15,10 +15,11 @@ lines ``EARLIER LATER -`` (equal numbers start a conversation). Ids below 1000 a
 tracker, never scored. Gold conversations are the connected components of the links, cut to ids
 >= 1000.
 
-How the log is fed: every line in order, one chat per file, minutes -> seconds with a day added
-when the clock wraps at midnight. IRC addressing (``nick: text``, ``nick, text`` where nick has
-spoken before) becomes an @-mention, as QQ's @ segment would be; a nick change keeps the same sender
-id, as a QQ user id would. System lines are not chat messages: each is its own conversation.
+How the log is fed: every line in order, one chat per file, minutes -> seconds, with 24 h (or 12 h
+for logs on a 12-hour clock) added when the clock wraps. IRC addressing (``nick: text``, ``nick,
+text`` where nick has spoken before) becomes an @-mention, as QQ's @ segment would be; a nick change
+keeps the same sender id, as a QQ user id would. System lines are not chat messages: each is its own
+conversation.
 
 Printed, pooled over all files: 1 - scaled VI (100 * (1 - VI / log2 N)), one-to-one overlap
 (maximum-weight one-to-one matching of clusters), exact-match precision / recall / F over clusters
@@ -66,12 +67,23 @@ class Line:
     message: ChatMessage | None  # None for a system line
 
 
+def _wrap(backwards: int) -> int:
+    """Minutes to add when the clock goes back by ``backwards`` minutes.
+
+    Midnight on a 24-hour clock, noon or midnight on a 12-hour clock (some logs use one): the
+    smallest of 0 (a jitter of a few minutes), 12 h or 24 h that keeps time moving forward.
+    """
+    if backwards <= 5:
+        return 0
+    return 12 * 60 if backwards <= 12 * 60 else 24 * 60
+
+
 def parse_log(stem: str, lines: Sequence[str]) -> list[Line]:
     """The lines of one log as chat messages (system lines as ``None``), in order."""
     out: list[Line] = []
     aliases: dict[str, str] = {}  # current nick (lower) -> stable sender id
     speakers: set[str] = set()
-    day = 0
+    offset = 0  # minutes added for clock wraps so far
     last_minute = -1
     now = 0.0
     for index, raw in enumerate(lines):
@@ -86,11 +98,12 @@ def parse_log(stem: str, lines: Sequence[str]) -> list[Line]:
             out.append(Line(index, None))
             continue
         hh, mm, nick, text = match.groups()
-        minute = int(hh) * 60 + int(mm)
+        minute = offset + int(hh) * 60 + int(mm)
         if minute < last_minute:
-            day += 1  # the clock wrapped at midnight
+            offset += _wrap(last_minute - minute)
+            minute = max(last_minute, offset + int(hh) * 60 + int(mm))
         last_minute = minute
-        now = float(day * 86_400 + minute * 60)
+        now = float(minute * 60)
         nick_key = nick.lower()
         sender = aliases.setdefault(nick_key, nick_key)
         mentions: tuple[str, ...] = ()

@@ -49,11 +49,15 @@ class _ThreadsConfigLike(Protocol):
     gap_ms: int
     horizon_ms: int
     weight_mention: float
+    weight_pair: float
     weight_speaker: float
     weight_addressed: float
     weight_terms: float
     weight_recent: float
     join_threshold: float
+    speaker_span_ms: int
+    addressed_span_ms: int
+    chatter_joins_recent: bool
     max_threads_per_chat: int
     max_messages_per_chat: int
     max_candidates: int
@@ -69,12 +73,16 @@ class ThreadSettings:
 
     gap: float = 300.0
     horizon: float = 1_800.0
-    weight_mention: float = 1.0
+    weight_mention: float = 0.6
+    weight_pair: float = 1.5
     weight_speaker: float = 0.6
-    weight_addressed: float = 0.8
+    weight_addressed: float = 0.6
     weight_terms: float = 0.6
-    weight_recent: float = 0.4
-    join_threshold: float = 0.5
+    weight_recent: float = 0.2
+    join_threshold: float = 0.45
+    speaker_span: float = 300.0
+    addressed_span: float = 600.0
+    chatter_joins_recent: bool = False
     max_threads_per_chat: int = 64
     max_messages_per_chat: int = 5_000
     max_candidates: int = 12
@@ -107,11 +115,15 @@ class ThreadSettings:
             gap=cfg.gap_ms / 1000.0,
             horizon=cfg.horizon_ms / 1000.0,
             weight_mention=cfg.weight_mention,
+            weight_pair=cfg.weight_pair,
             weight_speaker=cfg.weight_speaker,
             weight_addressed=cfg.weight_addressed,
             weight_terms=cfg.weight_terms,
             weight_recent=cfg.weight_recent,
             join_threshold=cfg.join_threshold,
+            speaker_span=cfg.speaker_span_ms / 1000.0,
+            addressed_span=cfg.addressed_span_ms / 1000.0,
+            chatter_joins_recent=cfg.chatter_joins_recent,
             max_threads_per_chat=cfg.max_threads_per_chat,
             max_messages_per_chat=cfg.max_messages_per_chat,
             max_candidates=cfg.max_candidates,
@@ -185,7 +197,7 @@ class _Thread:
 
 
 class _Chat:
-    __slots__ = ("addressed", "last_at", "messages", "speakers", "threads")
+    __slots__ = ("addressed", "last_at", "messages", "pairs", "speakers", "threads")
 
     def __init__(self) -> None:
         # Live threads, least recently active first.
@@ -194,6 +206,8 @@ class _Chat:
         # user -> (thread id, when): where they last spoke / were last @-ed. Oldest first.
         self.speakers: dict[str, tuple[str, float]] = {}
         self.addressed: dict[str, tuple[str, float]] = {}
+        # (user, user) sorted -> (thread id, when) of their last exchange by @. Oldest first.
+        self.pairs: dict[tuple[str, str], tuple[str, float]] = {}
         self.last_at = float("-inf")
 
 
@@ -246,6 +260,11 @@ class ThreadTracker:
         for user in message.mentions:
             if user != sender:
                 _remember(chat.addressed, user, (target.id, now), cap)
+                pair_key = (sender, user) if sender < user else (user, sender)
+                chat.pairs.pop(pair_key, None)
+                chat.pairs[pair_key] = (target.id, now)
+                if len(chat.pairs) > cap:
+                    del chat.pairs[next(iter(chat.pairs))]
         return ThreadAssignment(target.snapshot(), created, reason, score)
 
     def _choose(
@@ -275,39 +294,59 @@ class ThreadTracker:
                 best_reason[tid] = (value, why)
 
         sender = message.sender_id
+        mentioned = False
         for user in message.mentions:
             if user == sender:
                 continue
+            # Two people who talked to each other before most likely go on in that thread; failing
+            # that, the @ pulls the message to where the named person last spoke.
+            pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
+            if pair is not None and pair[1] >= horizon:
+                add(pair[0], s.weight_pair, "mention")
+                mentioned = True
             spoke = chat.speakers.get(user)
             if spoke is not None and spoke[1] >= horizon:
                 add(spoke[0], s.weight_mention, "mention")
-        own = chat.speakers.get(sender)
-        if own is not None and own[1] >= horizon:
-            add(own[0], s.weight_speaker, "speaker")
-        asked = chat.addressed.get(sender)
-        if asked is not None and asked[1] >= horizon and (own is None or asked[1] >= own[1]):
-            add(asked[0], s.weight_addressed, "addressed")
+                mentioned = True
+        if not mentioned:
+            # An @ names the conversation outright; otherwise the speaker's own recent activity
+            # counts, fading over a few minutes so a later message may open a new topic.
+            own = chat.speakers.get(sender)
+            if own is not None:
+                add(own[0], s.weight_speaker * _fade(now - own[1], s.speaker_span), "speaker")
+            asked = chat.addressed.get(sender)
+            if asked is not None and (own is None or asked[1] >= own[1]):
+                add(asked[0], s.weight_addressed * _fade(now - asked[1], s.addressed_span), "addressed")
 
-        live = 0
+        newest: _Thread | None = None
         for rank, thread in enumerate(reversed(threads.values())):
             if rank >= s.max_candidates or thread.last_at < horizon:
                 break
+            if newest is None:
+                newest = thread
             idle = now - thread.last_at
             if idle <= s.gap:
-                live += 1
                 add(thread.id, s.weight_recent * (1.0 - idle / s.gap) / (1 + rank), "recent")
             if terms and thread.terms:
                 add(thread.id, s.weight_terms * _overlap(terms, thread.terms), "terms")
 
-        if not scores:
-            return None, "new", 0.0
-        tid = max(scores, key=scores.__getitem__)
-        score = scores[tid]
-        thread = threads[tid]
-        if score >= s.join_threshold:
-            return thread, best_reason[tid][1], score
-        if live == 1 and now - thread.last_at <= s.gap and thread is next(reversed(threads.values())):
-            return thread, "recent", score  # the ADR's rule: one live conversation, within the gap
+        if scores:
+            tid = max(scores, key=scores.__getitem__)
+            score = scores[tid]
+            if score >= s.join_threshold:
+                return threads[tid], best_reason[tid][1], score
+        else:
+            score = 0.0
+        if (
+            s.chatter_joins_recent
+            and not terms
+            and not message.mentions
+            and newest is not None
+            and now - newest.last_at <= s.gap
+        ):
+            # Words-free chatter ("lol", "哈哈", a sticker) carries no topic: it goes with the
+            # conversation that spoke last, as the ADR's recency rule has it.
+            return newest, "recent", score
         return None, "new", score
 
     def _absorb(
@@ -422,6 +461,11 @@ class ThreadTracker:
     def _drop(self, chat: _Chat, thread: _Thread) -> None:
         del chat.threads[thread.id]
         self._threads.pop(thread.id, None)
+
+
+def _fade(age: float, span: float) -> float:
+    """1 for something that just happened, falling linearly to 0 at ``span`` seconds old."""
+    return 1.0 - age / span if age < span else 0.0
 
 
 def _overlap(terms: tuple[str, ...], profile: dict[str, float]) -> float:
