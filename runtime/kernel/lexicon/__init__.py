@@ -4,7 +4,7 @@ learning in batches off the per-message path.
 Public API::
 
     DynamicLexicon(settings=None, *, segmenter=None)
-        add / register (-> disposer) / remove / clear / pin / suppress / get / terms / keys
+        add / register (-> disposer) / remove / clear / pin / suppress / get / terms / list_keys
         match(text, keys) -> list[KeywordHit]      score(text, keys) -> float in [0, 1]
         learn(text, key, now) -> list[KeywordTerm]  learn_batch(texts_by_key, now) -> LearnReport
         decay(now) -> int   expire(now) -> int   snapshot() / restore(snapshots)   statistics()

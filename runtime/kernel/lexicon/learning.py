@@ -7,7 +7,8 @@ second, so learning runs in batches off the per-message path and never at kernel
 :func:`extract_candidates` reads at most ``max_chars`` of a text (a 200,000-character message costs
 what its first 2,000 characters cost) and drops what is not worth a term: fewer than two
 characters, longer than ``max_term_chars``, stop words, pure numbers, runs of one repeated character
-(哈哈哈, 233333, hhhh), and tokens with no letter or ideograph in them (punctuation, emoji).
+(哈哈哈, 233333, hhhh), and tokens with no letter or ideograph in them (punctuation, emoji); a
+modal particle glued to a longer word is cut off (电影吧 → 电影).
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ _STOP_WORDS_TEXT = """
 """
 STOP_WORDS: frozenset[str] = frozenset(_STOP_WORDS_TEXT.split())
 
+# jieba often glues a modal particle to the word before it (电影吧, 红色的); three characters or more
+# lose it, so 电影吧 teaches 电影 while 酒吧 and 目的 stay whole.
+_TRAILING_PARTICLES = "吧啊呢吗啦呀哦嘛了的"
+
 _NUMBER = re.compile(r"[\d.,%+\-:/]+")
 _HAS_WORD_CHAR = re.compile(r"[^\W\d_]")  # a letter or an ideograph
 
@@ -100,6 +105,8 @@ def extract_candidates(
     seen: dict[str, None] = {}
     for raw in segmenter.cut(normalize_text(text[:max_chars])):
         word = raw.strip()
+        if len(word) >= 3 and word[-1] in _TRAILING_PARTICLES:
+            word = word[:-1]
         if word not in seen and is_candidate(word, max_term_chars=max_term_chars, stop_words=stop_words):
             seen[word] = None
     return list(seen)

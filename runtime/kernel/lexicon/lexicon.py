@@ -197,7 +197,7 @@ class DynamicLexicon:
         store = self._keys.get(key)
         return [] if store is None else [entry.freeze() for entry in store.entries.values()]
 
-    def keys(self) -> list[LexiconKey]:
+    def list_keys(self) -> list[LexiconKey]:
         return list(self._keys)
 
     def match(self, text: str, keys: Iterable[LexiconKey]) -> list[KeywordHit]:
