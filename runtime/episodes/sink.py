@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from runtime.kernel.events import EventStore
+from runtime.kernel.events import EventState, EventStore
 from runtime.kernel.scheduler import ActivationScheduler
 
 
@@ -43,6 +43,8 @@ class SchedulerSink:
         event = self.store.create(kind=kind, chat_id=chat_id, now=now, thread_id=thread_id,
                                   not_before=not_before, deadline=deadline, priority=priority,
                                   payload=payload)
+        # A proactive activation needs no attention score: it is classified by whoever proposed it.
+        self.store.transition(event.id, EventState.CLASSIFIED, now)
         return self.scheduler.schedule(event.id, now)
 
     def cancel(self, event_id: str, now: float) -> bool:
