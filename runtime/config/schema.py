@@ -5,8 +5,10 @@ from __future__ import annotations
 from runtime.config._base import Section
 from runtime.config.bot import BotConfig, OutboundConfig
 from runtime.config.context import ContextConfig
+from runtime.config.episodes import EpisodesConfig
 from runtime.config.kernel import AttentionConfig, BudgetConfig, SchedulingConfig
 from runtime.config.lexicon import LexiconConfig
+from runtime.config.life import LifeConfig
 from runtime.config.memory_injection import MemoryInjectionConfig
 from runtime.config.models import ModelsConfig
 from runtime.config.persona import PersonaConfig
@@ -25,3 +27,5 @@ class GreyWindConfig(Section):
     bot: BotConfig = BotConfig()
     outbound: OutboundConfig = OutboundConfig()
     context: ContextConfig = ContextConfig()
+    episodes: EpisodesConfig = EpisodesConfig()
+    life: LifeConfig = LifeConfig()
