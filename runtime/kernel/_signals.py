@@ -1,0 +1,30 @@
+"""Cheap per-message signals for attention: is this a question?
+
+Runs on every message, so it is one compiled regular expression over a bounded prefix: a
+200,000-character message costs what its first few hundred characters cost.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["looks_like_question"]
+
+# Characters read: a question shows itself early (or at the very end, checked separately).
+_HEAD = 300
+
+_QUESTION = re.compile(
+    r"[?？]|吗|什么|怎么|为什么|为啥|咋|谁|哪|几[点个时天号岁次]|多少|是不是|能不能|会不会|有没有"
+    r"|可不可以|要不要|行不行|对不对|好不好|\b(?:how|what|why|when|where|who|which|does|anyone)\b",
+    re.IGNORECASE,
+)
+
+
+def looks_like_question(text: str) -> bool:
+    """Whether ``text`` asks something: a question mark or a common question word."""
+    if not text:
+        return False
+    if _QUESTION.search(text, 0, _HEAD) is not None:
+        return True
+    tail = text[-8:].rstrip()
+    return tail.endswith(("?", "？", "吗", "呢"))

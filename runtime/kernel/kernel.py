@@ -1,0 +1,591 @@
+"""The kernel facade: every message in, a decision out; every tick, the activations that are due.
+
+::
+
+    kernel = Kernel(KernelSettings.from_config(cfg, self_ids=("10001",)))
+    result = kernel.ingest(message)          # IngestResult: act_now | scheduled | recorded
+    for activation in kernel.due(now):       # ready | budget_blocked | expired | superseded
+        ...
+    kernel.begin(event.id, now); kernel.finish(event.id, now, "replied")
+    kernel.record_speech(chat_id, now, forced=...); kernel.note_outgoing(sent_message)
+    kernel.learn_pending(now, max_texts=500)  # off the hot path
+
+What :meth:`Kernel.ingest` does with a message, by attention decision:
+
+- **forced** (the edge judged it addressed to the bot): if the forced budget allows, the event is
+  ``eligible`` at once (``act_now``); if it refuses with a ``retry_at`` within
+  ``scheduling.forced_deadline``, the event is scheduled then (payload ``forced``); else it is
+  recorded as ``skipped`` with the budget's reason.
+- **high / medium**: scheduled ``high_delay`` / ``medium_delay`` after the message, with a deadline
+  ``high_deadline`` / ``medium_deadline`` after it. The event's priority is the attention score.
+- **low**: recorded (the event is ``skipped``, reason ``attention low``).
+
+A newer scheduled or forced message supersedes the older pending *message* activation of the same
+conversation thread (or chat, or nothing: ``scheduling.supersede``): that event is ``skipped`` with
+reason ``superseded by <id>`` and reported once by the next :meth:`Kernel.due`. Activations made by
+:meth:`Kernel.schedule_activation` (an episode's ``wait``, life sources, reminders) are never
+superseded by messages.
+
+What :meth:`Kernel.due` does with an activation whose time came: it asks the chat's budget (the
+forced one when the payload says ``forced``, else the normal one). Refused, it is rescheduled at
+``retry_at`` when that is not past its deadline (and not reported), else dropped as
+``budget_blocked``. One voice per chat: a batch holds at most one ``ready`` activation per chat, and
+no non-forced one for a chat whose episode is still deliberating; the others are treated as refused
+with ``retry_at = now + min_interval`` of their budget (the speech the first one may make).
+
+Speech is recorded by the caller: :meth:`Kernel.record_speech` when the bot has spoken in a chat (it
+spends the budget), :meth:`Kernel.note_outgoing` for each message the bot sent (it joins its
+conversation thread, which feeds ``thread_continuity`` and ``direct`` of later messages).
+
+Persistence puts state back with :meth:`Kernel.restore_events` and ``kernel.budgets.restore``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from runtime.kernel._signals import looks_like_question
+from runtime.kernel.attention import Attention, AttentionInput, Decision, score_attention
+from runtime.kernel.budget import Budgets, BudgetsStatistics, BudgetVerdict
+from runtime.kernel.errors import InvalidSetting
+from runtime.kernel.events import BotEvent, EventState, EventStore, EventStoreStatistics
+from runtime.kernel.ids import IdFactory, counter_ids
+from runtime.kernel.lexicon.learning import Segmenter
+from runtime.kernel.lexicon.lexicon import DynamicLexicon
+from runtime.kernel.lexicon.scoring import score_hits
+from runtime.kernel.lexicon.terms import (
+    GLOBAL_KEY,
+    KeywordHit,
+    LexiconKey,
+    LexiconScope,
+    LexiconStatistics,
+    TermStatus,
+)
+from runtime.kernel.message import ChatMessage
+from runtime.kernel.scheduler import ActivationScheduler, SchedulerStatistics
+from runtime.kernel.settings import KernelSettings, Supersede
+from runtime.kernel.threads import ThreadAssignment, ThreadTracker, ThreadTrackerStatistics
+
+__all__ = [
+    "PERSONA_KEY",
+    "Activation",
+    "ActivationOutcome",
+    "IngestAction",
+    "IngestResult",
+    "Kernel",
+    "KernelStatistics",
+]
+
+PERSONA_KEY = LexiconKey(LexiconScope.PERSONA, "self")
+MESSAGE_KIND = "message"
+OUTGOING_KIND = "outgoing"
+# Superseded activations waiting to be reported by due(); a caller that never calls due() loses the
+# oldest reports, never memory.
+_MAX_SUPERSEDED_REPORTS = 4_096
+
+
+class IngestAction(StrEnum):
+    ACT_NOW = "act_now"
+    SCHEDULED = "scheduled"
+    RECORDED = "recorded"
+
+
+class ActivationOutcome(StrEnum):
+    READY = "ready"
+    BUDGET_BLOCKED = "budget_blocked"
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What the kernel made of one message."""
+
+    message: ChatMessage
+    event: BotEvent
+    thread: ThreadAssignment
+    attention: Attention
+    action: IngestAction
+    activate_at: float | None  # now for act_now, the activation time when scheduled, else None
+    superseded: tuple[str, ...]
+    keyword_hits: tuple[KeywordHit, ...]
+    reason: str
+
+    @property
+    def decision(self) -> Decision:
+        return self.attention.decision
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """An activation leaving the scheduler: ready to deliberate, or why not."""
+
+    event: BotEvent
+    outcome: ActivationOutcome
+    reason: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.outcome is ActivationOutcome.READY
+
+
+@dataclass(frozen=True, slots=True)
+class KernelStatistics:
+    ingested: int
+    by_action: tuple[tuple[str, int], ...]
+    by_decision: tuple[tuple[str, int], ...]
+    activations: tuple[tuple[str, int], ...]
+    rescheduled_by_budget: int
+    superseded: int
+    learn_queue: int
+    learn_dropped: int
+    learned_texts: int
+    events: EventStoreStatistics
+    threads: ThreadTrackerStatistics
+    scheduler: SchedulerStatistics
+    budgets: BudgetsStatistics
+    lexicon: LexiconStatistics
+
+
+_WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
+
+
+class Kernel:
+    """The kernel's single entry point; see the module docstring for what each call decides."""
+
+    def __init__(
+        self,
+        settings: KernelSettings | None = None,
+        *,
+        ids: IdFactory | None = None,
+        segmenter: Segmenter | None = None,
+        lexicon: DynamicLexicon | None = None,
+        now: float = 0.0,
+    ) -> None:
+        self.settings = s = settings or KernelSettings()
+        ids = ids if ids is not None else counter_ids()
+        self.events = EventStore(
+            ids=ids, keep_terminal_for=s.events.keep_terminal_for, max_terminal=s.events.max_terminal
+        )
+        self.threads = ThreadTracker(s.threads, ids=ids)
+        self.scheduler = ActivationScheduler(self.events)
+        self.budgets = Budgets(s.budget, s.forced_budget)
+        self.lexicon = lexicon if lexicon is not None else DynamicLexicon(s.lexicon, segmenter=segmenter)
+        self._self_ids = frozenset(s.self_ids)
+        # The pending message activation per supersede key (thread id or chat id).
+        self._pending_by_key: dict[str, str] = {}
+        self._superseded: deque[Activation] = deque(maxlen=_MAX_SUPERSEDED_REPORTS)
+        self._deliberating: dict[str, str] = {}  # event id -> chat id
+        self._bot_in_thread: dict[str, float] = {}  # thread id -> when the bot last spoke in it
+        self._last_message_at: dict[str, float] = {}  # chat id -> time of its latest message
+        self._learn_queue: deque[tuple[str, str]] = deque(maxlen=s.scheduling.learn_queue_max or None)
+        self._counts: dict[str, int] = {}
+        self._ingested = 0
+        self._learn_dropped = 0
+        self._learned_texts = 0
+        self._rescheduled = 0
+        self._superseded_total = 0
+        self._pin_names(now)
+
+    def _pin_names(self, now: float) -> None:
+        """The persona's names under the persona key, ``[lexicon].terms`` under the global key."""
+        s = self.settings
+        names = [n for n in (s.persona_name, *s.persona_aliases) if len(n.strip()) >= 2]
+        if names:
+            self.lexicon.add(
+                PERSONA_KEY, names[0], now=now, aliases=names[1:], source="persona", status=TermStatus.PINNED
+            )
+        for term in s.lexicon_terms:
+            if len(term.strip()) >= 2:
+                self.lexicon.add(GLOBAL_KEY, term, now=now, source="config", status=TermStatus.PINNED)
+
+    # -- the hot path ----------------------------------------------------------------------------
+
+    def ingest(self, message: ChatMessage) -> IngestResult:
+        """Thread, lexicon, attention and a decision for one incoming message."""
+        if message.from_self or message.sender_id in self._self_ids:
+            return self._ingest_own(message)
+        s = self.settings
+        now = message.time
+        chat_id = message.chat_id
+        assignment = self.threads.assign(message)
+        thread_id = assignment.thread.id
+
+        text = message.text
+        keys = (
+            GLOBAL_KEY,
+            LexiconKey(LexiconScope.GROUP, chat_id),
+            LexiconKey(LexiconScope.THREAD, thread_id),
+            PERSONA_KEY,
+        )
+        hits = self.lexicon.match(text, keys) if text else []
+        persona_named = False
+        topical: list[KeywordHit] = []
+        for hit in hits:
+            if hit.key == PERSONA_KEY:
+                persona_named = True
+            else:
+                topical.append(hit)
+
+        bot_last = self._bot_in_thread.get(thread_id)
+        continuity = 0.0
+        if bot_last is not None:
+            continuity = max(0.0, 1.0 - (now - bot_last) / s.threads.gap)
+        actor = self.budgets.get(chat_id)
+        last_speech = actor.last_speech_at if actor is not None else None
+        previous = self._last_message_at.get(chat_id)
+        self._last_message_at[chat_id] = now if previous is None else max(previous, now)
+        inp = AttentionInput(
+            forced=message.addressed or message.is_private,
+            direct=persona_named or (assignment.reason == "reply" and bot_last is not None),
+            keyword_score=score_hits(topical) if topical else 0.0,
+            thread_continuity=continuity,
+            question=looks_like_question(text),
+            silence_seconds=0.0 if previous is None else max(0.0, now - previous),
+            recently_replied=(
+                last_speech is not None
+                and bot_last is None
+                and now - last_speech < s.scheduling.recently_replied
+            ),
+            budget_exhausted=actor is not None and not actor.peek(now).allowed,
+            keywords=tuple(dict.fromkeys(h.term for h in topical)),
+        )
+        attention = score_attention(inp, s.attention)
+
+        event = self.events.create(
+            kind=MESSAGE_KIND,
+            chat_id=chat_id,
+            now=now,
+            thread_id=thread_id,
+            actor_ids=(message.sender_id,),
+            evidence_message_ids=(message.message_id,),
+            priority=attention.score,
+        )
+        self.events.transition(event.id, EventState.LINKED, now)
+        event = self.events.transition(event.id, EventState.CLASSIFIED, now)
+        if s.scheduling.learn_queue_max and text:
+            if len(self._learn_queue) == self._learn_queue.maxlen:
+                self._learn_dropped += 1
+            self._learn_queue.append((chat_id, text[: s.lexicon.learn_max_chars]))
+
+        decision = attention.decision
+        superseded: tuple[str, ...] = ()
+        activate_at: float | None = None
+        if decision is Decision.FORCED:
+            action, event, reason, activate_at = self._forced(event, now)
+        elif decision is Decision.LOW:
+            event = self.events.transition(event.id, EventState.SKIPPED, now)
+            action, reason = IngestAction.RECORDED, "attention low"
+        else:
+            sched = s.scheduling
+            high = decision is Decision.HIGH
+            activate_at = now + (sched.high_delay if high else sched.medium_delay)
+            deadline = now + (sched.high_deadline if high else sched.medium_deadline)
+            self.events.update(
+                event.id, now, not_before=activate_at, deadline=deadline, payload=_payload(attention)
+            )
+            event = self.scheduler.schedule(event.id, now)
+            action, reason = IngestAction.SCHEDULED, f"attention {decision.value}"
+        if action is not IngestAction.RECORDED:
+            superseded = self._supersede(event, now)
+            self.budgets.actor(chat_id).note_event(event.id)
+        self._ingested += 1
+        self._counts[action.value] = self._counts.get(action.value, 0) + 1
+        self._counts[decision.value] = self._counts.get(decision.value, 0) + 1
+        return IngestResult(
+            message, event, assignment, attention, action, activate_at, superseded, tuple(hits), reason
+        )
+
+    def _forced(self, event: BotEvent, now: float) -> tuple[IngestAction, BotEvent, str, float | None]:
+        verdict = self.budgets.actor(event.chat_id).can_speak(now, forced=True)
+        payload = {"forced": True}
+        if verdict.allowed:
+            self.events.update(event.id, now, payload=payload)
+            event = self.events.transition(event.id, EventState.ELIGIBLE, now)
+            return IngestAction.ACT_NOW, event, "forced", now
+        deadline = now + self.settings.scheduling.forced_deadline
+        if verdict.retry_at is not None and verdict.retry_at <= deadline:
+            self.events.update(
+                event.id, now, not_before=verdict.retry_at, deadline=deadline, payload=payload
+            )
+            event = self.scheduler.schedule(event.id, now)
+            return IngestAction.SCHEDULED, event, f"forced, delayed: {verdict.reason}", verdict.retry_at
+        event = self._skip(event.id, now, verdict.reason)
+        return IngestAction.RECORDED, event, f"forced, dropped: {verdict.reason}", None
+
+    def _ingest_own(self, message: ChatMessage) -> IngestResult:
+        """The bot's own message came back through the edge: it joins its thread, nothing else."""
+        assignment = self.note_outgoing(message)
+        now = message.time
+        event = self.events.create(
+            kind=OUTGOING_KIND,
+            chat_id=message.chat_id,
+            now=now,
+            thread_id=assignment.thread.id,
+            actor_ids=(message.sender_id,),
+            evidence_message_ids=(message.message_id,),
+        )
+        event = self.events.transition(event.id, EventState.SKIPPED, now)
+        attention = Attention(0.0, Decision.LOW, ("the bot's own message",))
+        self._counts["own"] = self._counts.get("own", 0) + 1
+        return IngestResult(
+            message, event, assignment, attention, IngestAction.RECORDED, None, (), (), "own message"
+        )
+
+    def _supersede(self, event: BotEvent, now: float) -> tuple[str, ...]:
+        key = self._supersede_key(event)
+        if key is None:
+            return ()
+        old = self._pending_by_key.get(key)
+        if event.state in _WAITING:
+            self._pending_by_key[key] = event.id
+        elif old is not None:
+            del self._pending_by_key[key]
+        if old is None or old == event.id:
+            return ()
+        reason = f"superseded by {event.id}"
+        if not self.scheduler.cancel(old, now, reason=reason):
+            return ()
+        skipped = self.events.get(old)
+        if skipped is not None:
+            self._superseded.append(Activation(skipped, ActivationOutcome.SUPERSEDED, reason))
+        self._superseded_total += 1
+        return (old,)
+
+    def _supersede_key(self, event: BotEvent) -> str | None:
+        policy = self.settings.scheduling.supersede
+        if policy is Supersede.NONE or event.kind != MESSAGE_KIND:
+            return None
+        return event.thread_id if policy is Supersede.THREAD and event.thread_id else event.chat_id
+
+    def _hold_key(self, event: BotEvent) -> None:
+        """A waiting message activation becomes the one a newer message supersedes (unless one is)."""
+        key = self._supersede_key(event)
+        if key is not None:
+            self._pending_by_key.setdefault(key, event.id)
+
+    def _release_key(self, event: BotEvent) -> None:
+        """Forget the supersede entry of an event leaving the scheduler."""
+        for key in (event.thread_id, event.chat_id):
+            if key is not None and self._pending_by_key.get(key) == event.id:
+                del self._pending_by_key[key]
+
+    def _skip(self, event_id: str, now: float, reason: str) -> BotEvent:
+        event = self.events.require(event_id)
+        self.events.update(event_id, now, payload={**event.payload, "skip_reason": reason})
+        return self.events.transition(event_id, EventState.SKIPPED, now)
+
+    # -- activations -----------------------------------------------------------------------------
+
+    def due(self, now: float, limit: int | None = None) -> list[Activation]:
+        """Expired and superseded reports, budget drops, then the activations ready to deliberate."""
+        out: list[Activation] = []
+        for event in self.scheduler.expire(now):
+            self._release_key(event)
+            out.append(Activation(event, ActivationOutcome.EXPIRED, "deadline passed"))
+        while self._superseded:
+            out.append(self._superseded.popleft())
+        deliberating = set(self._deliberating.values())
+        voiced: set[str] = set()  # chats given a ready activation in this batch
+        s = self.settings
+        for event in self.scheduler.due(now, limit):
+            self._release_key(event)
+            forced = event.payload.get("forced") is True
+            chat_id = event.chat_id
+            if chat_id in voiced or (not forced and chat_id in deliberating):
+                gap = s.forced_budget.min_interval if forced else s.budget.min_interval
+                verdict = BudgetVerdict(False, "another activation of this chat goes first", now + gap)
+            else:
+                verdict = self.budgets.actor(chat_id).can_speak(now, forced=forced)
+            if verdict.allowed:
+                voiced.add(chat_id)
+                out.append(Activation(event, ActivationOutcome.READY, verdict.reason))
+                self._count("ready")
+                continue
+            retry = verdict.retry_at
+            if retry is not None and (event.deadline is None or retry <= event.deadline):
+                self.events.update(event.id, now, not_before=retry)
+                self._hold_key(self.scheduler.schedule(event.id, now))
+                self._rescheduled += 1
+                continue
+            dropped = self._skip(event.id, now, verdict.reason)
+            out.append(Activation(dropped, ActivationOutcome.BUDGET_BLOCKED, verdict.reason))
+        for activation in out:
+            if activation.outcome is not ActivationOutcome.READY:
+                self._count(activation.outcome.value)
+        return out
+
+    def _count(self, name: str) -> None:
+        key = f"activation:{name}"
+        self._counts[key] = self._counts.get(key, 0) + 1
+
+    def schedule_activation(
+        self,
+        kind: str,
+        chat_id: str,
+        *,
+        now: float,
+        not_before: float,
+        deadline: float | None = None,
+        priority: float = 0.0,
+        thread_id: str | None = None,
+        payload: Mapping[str, object] | None = None,
+    ) -> BotEvent:
+        """Schedule a non-message activation (an episode's ``wait``, a life source, a reminder).
+
+        It passes the normal budget when due, unless ``payload["forced"]`` is true. Cancel it with
+        :meth:`cancel` (its disposer).
+        """
+        if deadline is not None and deadline < not_before:
+            raise InvalidSetting("deadline", f"{deadline} is before not_before {not_before}")
+        event = self.events.create(
+            kind=kind,
+            chat_id=chat_id,
+            now=now,
+            thread_id=thread_id,
+            not_before=not_before,
+            deadline=deadline,
+            priority=priority,
+            payload=payload,
+        )
+        self.events.transition(event.id, EventState.CLASSIFIED, now)
+        return self.scheduler.schedule(event.id, now)
+
+    def cancel(self, event_id: str, now: float | None = None, *, reason: str = "cancelled") -> bool:
+        """Withdraw a pending activation (it becomes ``skipped``); whether it was pending."""
+        event = self.events.get(event_id)
+        when = now if now is not None else (event.updated_at if event is not None else 0.0)
+        if not self.scheduler.cancel(event_id, when, reason=reason):
+            return False
+        if event is not None:
+            self._release_key(event)
+        return True
+
+    def begin(self, event_id: str, now: float) -> BotEvent:
+        """An episode starts deliberating on an ``eligible`` event."""
+        event = self.events.transition(event_id, EventState.DELIBERATING, now)
+        self._deliberating[event_id] = event.chat_id
+        return event
+
+    def finish(
+        self,
+        event_id: str,
+        now: float,
+        outcome: str | EventState,
+        *,
+        until: float | None = None,
+        reason: str | None = None,
+    ) -> BotEvent:
+        """End a deliberation: ``replied``, ``skipped`` (with ``reason``) or ``snoozed`` ``until``."""
+        state = EventState(outcome)
+        self._deliberating.pop(event_id, None)
+        if state is EventState.SNOOZED:
+            if until is None:
+                raise InvalidSetting("until", "a snoozed event needs the time to wake up")
+            return self.scheduler.snooze(event_id, until, now)
+        if state is EventState.SKIPPED and reason is not None:
+            return self._skip(event_id, now, reason)
+        if state not in (EventState.REPLIED, EventState.SKIPPED, EventState.EXPIRED):
+            raise InvalidSetting("outcome", f"{state.value} does not end a deliberation")
+        return self.events.transition(event_id, state, now)
+
+    # -- speech ----------------------------------------------------------------------------------
+
+    def record_speech(self, chat_id: str, now: float, *, forced: bool = False) -> None:
+        """The bot has spoken in ``chat_id``: spend its budget."""
+        self.budgets.record_speech(chat_id, now, forced=forced)
+
+    def note_outgoing(self, message: ChatMessage) -> ThreadAssignment:
+        """A message the bot sent joins its conversation thread (reply target first)."""
+        assignment = self.threads.assign(message)
+        now = message.time
+        self._bot_in_thread[assignment.thread.id] = now
+        previous = self._last_message_at.get(message.chat_id)
+        self._last_message_at[message.chat_id] = now if previous is None else max(previous, now)
+        return assignment
+
+    # -- learning and housekeeping ---------------------------------------------------------------
+
+    def learn_pending(self, now: float, max_texts: int | None = None) -> int:
+        """Learn group lexicon terms from queued texts in one batch (jieba); how many were read.
+
+        Call it off the per-message path (a background task every ``[lexicon].learn_interval_ms``).
+        """
+        queue = self._learn_queue
+        take = min(len(queue), self.settings.lexicon.learn_max_texts)
+        if max_texts is not None:
+            take = min(take, max(0, max_texts))
+        if not take:
+            return 0
+        by_key: dict[LexiconKey, list[str]] = {}
+        for _ in range(take):
+            chat_id, text = queue.popleft()
+            by_key.setdefault(LexiconKey(LexiconScope.GROUP, chat_id), []).append(text)
+        self.lexicon.learn_batch(by_key, now)
+        self._learned_texts += take
+        return take
+
+    def prune(self, now: float) -> int:
+        """Drop old finished events and idle threads; returns how many things went."""
+        dropped = self.events.prune(now) + self.threads.prune(now)
+        horizon = now - self.settings.threads.horizon
+        for thread_id in [t for t, at in self._bot_in_thread.items() if at < horizon]:
+            del self._bot_in_thread[thread_id]
+        for chat_id in [c for c, at in self._last_message_at.items() if at < horizon]:
+            del self._last_message_at[chat_id]
+        return dropped
+
+    def restore_events(self, events: Iterable[BotEvent], now: float) -> int:
+        """Put persisted events back on start; waiting ones are held by the scheduler again.
+
+        An event a restart interrupted (``eligible`` or ``deliberating``) is scheduled again at
+        ``now`` (within its deadline; past it, it expires at the next :meth:`due`).
+        """
+        restored = 0
+        for event in events:
+            self.events.restore(event)
+            if event.state in _WAITING:
+                self.scheduler.restore([event])
+            elif event.state is EventState.ELIGIBLE:
+                self.events.update(event.id, now, not_before=now)
+                self.scheduler.schedule(event.id, now)
+            elif event.state is EventState.DELIBERATING:
+                self.scheduler.snooze(event.id, now, now)
+            else:
+                continue
+            restored += 1
+            self._hold_key(event)
+        return restored
+
+    def pending_learning(self) -> int:
+        return len(self._learn_queue)
+
+    def statistics(self) -> KernelStatistics:
+        counts = self._counts
+        actions = tuple((a.value, counts.get(a.value, 0)) for a in IngestAction)
+        decisions = tuple((d.value, counts.get(d.value, 0)) for d in Decision)
+        activations = tuple((o.value, counts.get(f"activation:{o.value}", 0)) for o in ActivationOutcome)
+        return KernelStatistics(
+            ingested=self._ingested,
+            by_action=actions,
+            by_decision=decisions,
+            activations=activations,
+            rescheduled_by_budget=self._rescheduled,
+            superseded=self._superseded_total,
+            learn_queue=len(self._learn_queue),
+            learn_dropped=self._learn_dropped,
+            learned_texts=self._learned_texts,
+            events=self.events.statistics(),
+            threads=self.threads.statistics(),
+            scheduler=self.scheduler.statistics(),
+            budgets=self.budgets.statistics(),
+            lexicon=self.lexicon.statistics(),
+        )
+
+
+def _payload(attention: Attention) -> Mapping[str, object]:
+    return MappingProxyType({"decision": attention.decision.value, "reasons": attention.reasons})
