@@ -1,0 +1,100 @@
+"""GreyWind's entry point: ``python bot.py``.
+
+Serves the OneBot v11 reverse WebSocket at ``ws://HOST:PORT/onebot/v11/ws`` (NoneBot's ``HOST`` and
+``PORT``, default 127.0.0.1:8080), checking ``ONEBOT_ACCESS_TOKEN`` when it is set; ``SUPERUSERS``
+(a JSON list of QQ ids) may use the admin commands. GreyWind's own environment:
+
+* ``GREYWIND_CONFIG``   the TOML config (default ``config/greywind.toml``), refused at start with a
+  message naming any unknown key or bad value;
+* ``GREYWIND_DATA_DIR`` the SQLite database and exports (default ``./data``);
+* ``GREYWIND_LLM_BASE_URL`` / ``GREYWIND_LLM_API_KEY`` / ``GREYWIND_LLM_MODEL`` one OpenAI-compatible
+  endpoint for every model role. With no model at all the bot still starts, says what to set, and runs
+  in shadow mode (reads and decides, sends nothing).
+
+Logs are structlog lines on stderr: JSON when stderr is not a terminal (``GREYWIND_LOG_FORMAT=json|
+console`` to choose); the access token and API keys are masked everywhere. SIGTERM (or Ctrl-C) stops
+the server, runs the shutdown hooks (state saved) and exits with status 0.
+
+Exit status: 0 after a clean stop, 2 when the configuration is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+HERE = Path(__file__).resolve().parent
+DRIVER = "~fastapi+~websockets"
+EXIT_CONFIG = 2
+
+
+def _config_file() -> Path:
+    """``GREYWIND_CONFIG``, else ``config/greywind.toml`` here or beside this file."""
+    if os.environ.get("GREYWIND_CONFIG"):
+        return Path(os.environ["GREYWIND_CONFIG"])
+    local = Path("config/greywind.toml")
+    return local if local.exists() else HERE / local
+
+
+def _install_stop_handlers() -> list[int]:
+    """Uvicorn re-raises the signal that stopped it once shutdown is done; catching it here turns a
+    completed graceful shutdown into exit status 0 instead of death by SIGTERM."""
+    received: list[int] = []
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+
+    signal.signal(signal.SIGTERM, note)
+    signal.signal(signal.SIGINT, note)
+    return received
+
+
+def main() -> int:
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+
+    from runtime.config import ConfigError, load_config
+    from runtime.logs import configure_logging, route_loguru, secret_values_from_env
+
+    path = _config_file()
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        print(f"greywind: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    os.environ["GREYWIND_CONFIG"] = str(path)  # the plugin reads the same file
+
+    level = os.environ.get("LOG_LEVEL", "INFO").upper()
+    key_vars = [provider.api_key_env for provider in config.models.providers if provider.api_key_env]
+    redactor = configure_logging(level=level, secrets=secret_values_from_env(extra_names=key_vars))
+
+    import nonebot  # adds loguru's default handler on import; route_loguru replaces it
+    import structlog
+    from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
+
+    route_loguru(redactor, level=level)
+
+    log = structlog.get_logger("greywind.bot")
+    nonebot.init(driver=DRIVER)
+    driver = nonebot.get_driver()
+    driver.register_adapter(OneBotV11Adapter)
+    nonebot.load_plugin("plugins.greywind")
+
+    received = _install_stop_handlers()
+    log.info(
+        "starting",
+        config=str(path),
+        listen=f"ws://{driver.config.host}:{driver.config.port}/onebot/v11/ws",
+        access_token=bool(os.environ.get("ONEBOT_ACCESS_TOKEN") or os.environ.get("ONEBOT_V11_ACCESS_TOKEN")),
+        superusers=len(driver.config.superusers),
+    )
+    nonebot.run()
+    log.info("stopped", signal=signal.Signals(received[0]).name if received else None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""GreyWind's NoneBot plugin: OneBot v11 events in, the runtime's words out.
+
+The plugin is thin: matchers hand every message and notice to an :class:`~plugins.greywind.edge.Edge`,
+and the driver's lifespan starts and stops it. Module map:
+
+* ``convert``  — OneBot message events -> ``ChatMessage`` (placeholders, mentions, addressing)
+* ``notices``  — recall / ban / removal notices as values; bans close the chat's send gate
+* ``outbound`` — the account-wide rate limiter, send gates, reply splitting, one retry, shadow mode
+* ``commands`` — superuser commands and mute words, dispatched to a ``RuntimeControl``
+* ``dispatch`` — bounded, per-chat-ordered workers in the lifespan's task group
+* ``gateway``  — the ``RuntimeGateway`` protocol, ``use_runtime(factory)``, the logging stand-in
+* ``edge``     — the state of one run, tying the above together
+
+Matchers use ``block=False`` so other plugins still see every event.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nonebot import get_driver, on_message, on_notice
+from nonebot.adapters.onebot.v11 import Bot, MessageEvent, NoticeEvent
+from nonebot.plugin import PluginMetadata
+
+from plugins.greywind.edge import Edge
+from plugins.greywind.gateway import EdgeContext, RuntimeGateway, use_runtime
+from runtime.config import config_path, load_config
+
+__all__ = ["EdgeContext", "RuntimeGateway", "current_edge", "use_runtime"]
+
+__plugin_meta__ = PluginMetadata(
+    name="greywind",
+    description="灰风：在 QQ 群里生活的人格运行时（OneBot v11）",
+    usage="超级用户命令：/status /why /mute /unmute /lexicon /persona reload /bind /help",
+    type="application",
+)
+
+DEFAULT_DATA_DIR = Path("data")
+
+driver = get_driver()
+_edge: Edge | None = None
+
+
+def current_edge() -> Edge | None:
+    """The running edge (None before start-up and after shutdown)."""
+    return _edge
+
+
+@driver.on_startup
+async def _start() -> None:
+    global _edge
+    path = config_path()
+    # bot.py has already validated the file; a ConfigError here (plugin loaded some other way) stops start-up.
+    config = load_config(path)
+    data_dir = Path(os.environ.get("GREYWIND_DATA_DIR") or DEFAULT_DATA_DIR)
+    edge = Edge(config, config_path=path, data_dir=data_dir, superusers=driver.config.superusers)
+    await edge.start()
+    _edge = edge
+
+
+@driver.on_shutdown
+async def _stop() -> None:
+    global _edge
+    edge, _edge = _edge, None
+    if edge is not None:
+        await edge.stop()
+
+
+@driver.on_bot_connect
+async def _connected(bot: Bot) -> None:
+    if _edge is not None:
+        _edge.bot_connected(bot.self_id, bot)
+
+
+@driver.on_bot_disconnect
+async def _disconnected(bot: Bot) -> None:
+    if _edge is not None:
+        _edge.bot_disconnected(bot.self_id)
+
+
+_messages = on_message(priority=1, block=False)
+_notices = on_notice(priority=1, block=False)
+
+
+@_messages.handle()
+async def _on_message(event: MessageEvent) -> None:
+    if _edge is not None:
+        await _edge.handle_message(event)
+
+
+@_notices.handle()
+async def _on_notice(event: NoticeEvent) -> None:
+    if _edge is not None:
+        await _edge.handle_notice(event)

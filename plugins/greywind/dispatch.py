@@ -1,0 +1,130 @@
+"""Per-message work, bounded and tracked: a fixed set of workers in the lifespan's task group.
+
+Every incoming message becomes a job keyed by its chat. Jobs of one chat always land on the same
+worker, so a chat's messages reach the runtime in the order they arrived; different chats run side by
+side on up to ``workers`` workers. Each worker's queue holds ``queue_size`` jobs; when it is full,
+``submit`` waits (back-pressure to the connection) instead of dropping the message or growing without
+bound. A job that raises is logged with its chat and counted; the worker goes on with the next one.
+
+``close()`` stops taking jobs and lets the workers finish what is queued; the lifespan cancels the
+task group after a grace period if they do not.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+__all__ = ["Dispatcher", "DispatcherClosedError", "DispatcherStatistics", "Job"]
+
+log = structlog.get_logger("greywind.dispatch")
+
+Job = Callable[[], Awaitable[None]]
+_Item = tuple[str, Job]
+
+
+class DispatcherClosedError(RuntimeError):
+    """``submit`` after ``close()``: the bot is shutting down."""
+
+
+@dataclass(frozen=True, slots=True)
+class DispatcherStatistics:
+    workers: int
+    queued: int  # jobs waiting in all queues
+    running: int
+    submitted: int
+    done: int
+    failed: int
+    max_queued: int  # the largest backlog seen
+
+
+class Dispatcher:
+    def __init__(self, *, workers: int = 16, queue_size: int = 256) -> None:
+        if workers < 1 or queue_size < 1:
+            raise ValueError("a dispatcher needs at least one worker and a queue of at least one")
+        self._streams: list[tuple[MemoryObjectSendStream[_Item], MemoryObjectReceiveStream[_Item]]] = [
+            anyio.create_memory_object_stream[_Item](queue_size) for _ in range(workers)
+        ]
+        self._closed = False
+        self._started = False
+        self._running = 0
+        self._submitted = 0
+        self._done = 0
+        self._failed = 0
+        self._max_queued = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def start(self, task_group: TaskGroup) -> None:
+        """Start the workers in ``task_group`` (the lifespan's)."""
+        if self._started:
+            raise RuntimeError("dispatcher already started")
+        self._started = True
+        for index, (_, receive) in enumerate(self._streams):
+            task_group.start_soon(self._work, receive, name=f"greywind-dispatch-{index}")
+
+    def _shard(self, key: str) -> int:
+        return zlib.crc32(key.encode("utf-8")) % len(self._streams)
+
+    async def submit(self, key: str, job: Job) -> None:
+        """Queue ``job`` behind earlier jobs with the same ``key``; waits while that queue is full."""
+        if self._closed:
+            raise DispatcherClosedError("the dispatcher is closed")
+        send, _ = self._streams[self._shard(key)]
+        self._submitted += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        try:
+            await send.send((key, job))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._submitted -= 1
+            if self._done >= self._submitted:
+                self._idle.set()
+            raise DispatcherClosedError("the dispatcher is closed") from None
+        self._max_queued = max(self._max_queued, self._queued())
+
+    def _queued(self) -> int:
+        return sum(send.statistics().current_buffer_used for send, _ in self._streams)
+
+    async def _work(self, receive: MemoryObjectReceiveStream[_Item]) -> None:
+        async with receive:
+            async for key, job in receive:
+                self._running += 1
+                try:
+                    await job()
+                except Exception:
+                    self._failed += 1
+                    log.exception("job_failed", chat_id=key)
+                finally:
+                    self._running -= 1
+                    self._done += 1
+                    if self._done >= self._submitted:
+                        self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Return once every submitted job has finished."""
+        while self._done < self._submitted:
+            await self._idle.wait()
+
+    def close(self) -> None:
+        """Take no more jobs; the workers finish the queued ones and return."""
+        self._closed = True
+        for send, _ in self._streams:
+            send.close()
+
+    def statistics(self) -> DispatcherStatistics:
+        return DispatcherStatistics(
+            workers=len(self._streams),
+            queued=self._queued(),
+            running=self._running,
+            submitted=self._submitted,
+            done=self._done,
+            failed=self._failed,
+            max_queued=self._max_queued,
+        )

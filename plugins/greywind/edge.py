@@ -1,0 +1,330 @@
+"""The edge for one run of the driver: conversion, commands, gates, outbound, the runtime gateway.
+
+:class:`Edge` holds everything the plugin needs between start-up and shutdown and is driven by the
+plugin's matchers (``handle_message``, ``handle_notice``) and lifespan hooks (``start``, ``stop``). It
+imports no NoneBot machinery beyond the OneBot event models, so tests build it directly.
+
+A message's path: convert (never raises; a failure is logged and counted) -> a superuser command is
+answered and goes no further -> the unmute phrase lifts a quiet period -> a mute word addressed to the
+bot opens one (and the message reaches the runtime as not addressed, so it costs no model call) -> the
+message is queued for the gateway on its chat's worker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from nonebot.adapters.onebot.v11 import MessageEvent, NoticeEvent, PokeNotifyEvent
+
+from plugins.greywind.commands import (
+    Command,
+    Usage,
+    dispatch,
+    is_mute_request,
+    is_unmute_request,
+    parse_command,
+)
+from plugins.greywind.convert import AddressingRules, convert_message, convert_poke
+from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError, DispatcherStatistics, Job
+from plugins.greywind.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, current_factory
+from plugins.greywind.notices import apply_to_gates, interpret_notice
+from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
+from runtime.config import GreyWindConfig
+from runtime.kernel.message import ChatMessage
+
+__all__ = ["Edge", "EdgeStatistics", "model_hint", "model_is_configured"]
+
+log = structlog.get_logger("greywind.edge")
+
+LLM_ENV = ("GREYWIND_LLM_BASE_URL", "GREYWIND_LLM_MODEL")
+STOP_GRACE_SECONDS = 5.0
+
+
+def model_is_configured(config: GreyWindConfig, env: Mapping[str, str] | None = None) -> bool:
+    """A chat model is reachable: the GREYWIND_LLM_* pair is set, or a provider has the chat role."""
+    env = os.environ if env is None else env
+    if all(env.get(name, "").strip() for name in LLM_ENV):
+        return True
+    return any("chat" in provider.roles for provider in config.models.providers)
+
+
+def model_hint(config_path: Path) -> str:
+    return (
+        "no model configured: set GREYWIND_LLM_BASE_URL and GREYWIND_LLM_MODEL (and GREYWIND_LLM_API_KEY "
+        f"if the endpoint needs one), or add a [[models.providers]] table with roles = [\"chat\"] to "
+        f"{config_path}. Running in shadow mode: messages are read and decided on, nothing is sent."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeStatistics:
+    messages: int
+    truncated: int
+    convert_failed: int
+    commands: int
+    quiet_requests: int
+    notices: int
+    dropped_at_shutdown: int
+    connected_bots: tuple[str, ...]
+    dispatcher: DispatcherStatistics
+    outbound: OutboundStatistics
+
+
+class Edge:
+    def __init__(
+        self,
+        config: GreyWindConfig,
+        *,
+        config_path: Path,
+        data_dir: Path,
+        superusers: Iterable[str] = (),
+        env: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+        factory: RuntimeFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.superusers = frozenset(_plain_user_id(user) for user in superusers)
+        self.model_configured = model_is_configured(config, env)
+        self.shadow_mode = config.bot.shadow_mode or not self.model_configured
+        self._bots: dict[str, BotApi] = {}
+        self.gates = ChatGates()
+        self.outbound = Outbound(
+            bot=self._current_bot,
+            bucket=TokenBucket(config.outbound.max_per_minute, config.outbound.burst),
+            gates=self.gates,
+            clock=clock,
+            max_reply_chars=config.bot.max_reply_chars,
+            split_at=config.bot.split_at,
+            retry_delay=config.outbound.retry_delay_ms / 1000,
+            send_timeout=config.outbound.send_timeout_ms / 1000,
+            shadow_mode=self.shadow_mode,
+        )
+        self.dispatcher = Dispatcher(workers=config.bot.max_inflight)
+        self.context = EdgeContext(
+            config=config,
+            config_path=config_path,
+            data_dir=data_dir,
+            outbound=self.outbound,
+            shadow_mode=self.shadow_mode,
+            model_configured=self.model_configured,
+            superusers=self.superusers,
+            clock=clock,
+            edge_status=self.status_text,
+        )
+        self.gateway: RuntimeGateway = (factory or current_factory())(self.context)
+        self._names = (config.persona.name, *config.persona.aliases)
+        self._rules: dict[str, AddressingRules] = {}
+        self._task_group: TaskGroup | None = None
+        self._messages = self._truncated = self._convert_failed = 0
+        self._commands = self._quiet_requests = self._notices = self._dropped = 0
+
+    # -- lifespan -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the task group, start the workers and the gateway."""
+        if not self.model_configured:
+            log.warning("no_model", hint=model_hint(self.context.config_path))
+        elif self.shadow_mode:
+            log.warning("shadow_mode", detail="bot.shadow_mode is on: nothing will be sent")
+        self.context.data_dir.mkdir(parents=True, exist_ok=True)
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        self.dispatcher.start(task_group)
+        await self.gateway.start(task_group)
+        log.info("edge_started", shadow_mode=self.shadow_mode, data_dir=str(self.context.data_dir))
+
+    async def stop(self) -> None:
+        """Stop taking messages, let queued ones finish (briefly), stop the gateway, end the task group."""
+        self.dispatcher.close()
+        with anyio.move_on_after(STOP_GRACE_SECONDS):
+            await self.dispatcher.wait_idle()
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_GRACE_SECONDS * 2):
+                await self.gateway.stop()
+        except Exception:
+            log.exception("gateway_stop_failed")
+        task_group, self._task_group = self._task_group, None
+        if task_group is not None:
+            task_group.cancel_scope.cancel()
+            await task_group.__aexit__(None, None, None)
+        log.info("edge_stopped", **_flat(self.statistics()))
+
+    # -- bots -----------------------------------------------------------------------------------
+
+    def bot_connected(self, self_id: str, bot: BotApi) -> None:
+        self._bots[self_id] = bot
+        log.info("bot_connected", self_id=self_id)
+
+    def bot_disconnected(self, self_id: str) -> None:
+        self._bots.pop(self_id, None)
+        log.warning("bot_disconnected", self_id=self_id)
+
+    def _current_bot(self) -> BotApi | None:
+        return next(iter(self._bots.values()), None)
+
+    def _rules_for(self, self_id: str) -> AddressingRules:
+        rules = self._rules.get(self_id)
+        if rules is None:
+            rules = self._rules[self_id] = AddressingRules(
+                self_id=self_id,
+                names=self._names,
+                max_chars=self.config.bot.max_message_chars,
+                is_own_message=self.outbound.is_own_message,
+            )
+        return rules
+
+    # -- events ---------------------------------------------------------------------------------
+
+    async def handle_message(self, event: MessageEvent) -> None:
+        try:
+            inbound = convert_message(event, self._rules_for(str(event.self_id)), now=self.clock())
+        except Exception:
+            self._convert_failed += 1
+            log.exception("convert_failed", message_id=getattr(event, "message_id", None))
+            return
+        self._messages += 1
+        message = inbound.message
+        if inbound.truncated:
+            self._truncated += 1
+            log.info("message_truncated", chat_id=message.chat_id, message_id=message.message_id)
+        if not message.from_self and message.sender_id in self.superusers:
+            prefix = self.config.bot.command_prefix
+            command = parse_command(inbound.body, chat_id=message.chat_id, prefix=prefix)
+            if command is not None:
+                self._commands += 1
+                await self._submit(message.chat_id, partial(self._run_command, command, message))
+                return
+        if not message.from_self:
+            message = await self._quiet_words(message, inbound.body)
+        await self._submit(message.chat_id, partial(self.gateway.on_message, message))
+
+    async def _quiet_words(self, message: ChatMessage, body: str) -> ChatMessage:
+        chat = message.chat_id
+        bot_config = self.config.bot
+        now = self.clock()
+        quiet = self.gates.verdict(chat, now).reason == "quiet"
+        if quiet and is_unmute_request(message.text, bot_config.unmute_phrase):
+            self.gates.unquiet(chat)
+            log.info("quiet_lifted", chat_id=chat, by=message.sender_id)
+            await self._submit(chat, partial(self._tell_control_unmute, chat, message.sender_id))
+            return message
+        if message.addressed and is_mute_request(body, bot_config.mute_words):
+            self._quiet_requests += 1
+            until = now + bot_config.quiet_minutes * 60
+            self.gates.quiet(chat, until)
+            log.info("quiet_requested", chat_id=chat, by=message.sender_id, minutes=bot_config.quiet_minutes)
+            await self._submit(chat, partial(self._tell_control_mute, chat, until, message))
+            # The runtime still records the message, but it no longer calls for an answer.
+            return replace(message, addressed=False)
+        return message
+
+    async def _tell_control_mute(self, chat: str, until: float, message: ChatMessage) -> None:
+        text = await self.gateway.control.mute(chat, until, by=message.sender_id, reason="mute_word")
+        if text:
+            await self.outbound.send(chat, text, reply_to=message.message_id, admin=True)
+
+    async def _tell_control_unmute(self, chat: str, by: str) -> None:
+        text = await self.gateway.control.unmute(chat, by=by, reason="phrase")
+        if text:
+            await self.outbound.send(chat, text)
+
+    async def _run_command(self, command: Command | Usage, message: ChatMessage) -> None:
+        now = self.clock()
+        if isinstance(command, Command) and command.name == "mute":
+            self.gates.quiet(command.chat_id, now + command.seconds if command.seconds else None)
+        elif isinstance(command, Command) and command.name == "unmute":
+            self.gates.unquiet(command.chat_id)
+        name = command.name if isinstance(command, Command) else "usage"
+        log.info("command", name=name, by=message.sender_id, chat_id=message.chat_id)
+        try:
+            text = await dispatch(command, self.gateway.control, now=now, by=message.sender_id)
+        except Exception:
+            log.exception("command_failed", name=name)
+            text = "命令执行出错，详情见日志。"
+        if text:
+            await self.outbound.send(message.chat_id, text, reply_to=message.message_id, admin=True)
+
+    async def handle_notice(self, event: NoticeEvent) -> None:
+        now = self.clock()
+        self_id = str(event.self_id)
+        try:
+            if isinstance(event, PokeNotifyEvent):
+                poke = convert_poke(event, self._rules_for(self_id), now=now)
+                if poke is not None:
+                    self._messages += 1
+                    await self._submit(poke.chat_id, partial(self.gateway.on_message, poke))
+                return
+            notice = interpret_notice(event, self_id, now=now)
+        except Exception:
+            self._convert_failed += 1
+            log.exception("notice_failed", notice_type=getattr(event, "notice_type", None))
+            return
+        if notice is None:
+            return
+        self._notices += 1
+        apply_to_gates(notice, self.gates)
+        log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id)
+        await self._submit(notice.chat_id, partial(self.gateway.on_notice, notice))
+
+    async def _submit(self, chat_id: str, job: Job) -> None:
+        try:
+            await self.dispatcher.submit(chat_id, job)
+        except DispatcherClosedError:
+            self._dropped += 1
+
+    # -- introspection --------------------------------------------------------------------------
+
+    def statistics(self) -> EdgeStatistics:
+        return EdgeStatistics(
+            messages=self._messages,
+            truncated=self._truncated,
+            convert_failed=self._convert_failed,
+            commands=self._commands,
+            quiet_requests=self._quiet_requests,
+            notices=self._notices,
+            dropped_at_shutdown=self._dropped,
+            connected_bots=tuple(self._bots),
+            dispatcher=self.dispatcher.statistics(),
+            outbound=self.outbound.statistics(),
+        )
+
+    def status_text(self) -> str:
+        stats = self.statistics()
+        out = stats.outbound
+        lines = [
+            f"收到消息 {stats.messages}（截断 {stats.truncated}，转换失败 {stats.convert_failed}）",
+            f"队列 {stats.dispatcher.queued}，处理中 {stats.dispatcher.running}，"
+            f"失败 {stats.dispatcher.failed}",
+            f"已发送 {out.sent_parts} 条，影子 {out.shadow_parts} 条，发送失败 {out.failed_sends}，"
+            f"限速 {out.rate.rate_per_minute:.0f}/分钟（余 {out.rate.tokens:.1f}）",
+        ]
+        closed = self.gates.closed(self.clock())
+        if closed:
+            lines.append("不发言：" + "，".join(f"{chat}（{v.reason}）" for chat, v in closed.items()))
+        return "\n".join(lines)
+
+
+def _plain_user_id(user: str) -> str:
+    # NoneBot accepts "123" and "onebot:123" in SUPERUSERS.
+    return user.rsplit(":", 1)[-1].strip()
+
+
+def _flat(stats: EdgeStatistics) -> dict[str, object]:
+    return {
+        "messages": stats.messages,
+        "convert_failed": stats.convert_failed,
+        "dropped_at_shutdown": stats.dropped_at_shutdown,
+        "sent_parts": stats.outbound.sent_parts,
+        "shadow_parts": stats.outbound.shadow_parts,
+        "jobs_failed": stats.dispatcher.failed,
+    }

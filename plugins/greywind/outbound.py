@@ -1,0 +1,431 @@
+"""Everything the bot sends goes through here.
+
+* :class:`TokenBucket` — one per QQ account, across all groups and private chats
+  (``outbound.max_per_minute``, ``outbound.burst``); QQ restricts accounts that send too fast.
+  Waiters are served in call order: each ``acquire()`` reserves the next slot and sleeps until it.
+* :class:`ChatGates` — where the bot must not speak: a group that muted the bot (until the ban ends
+  or is lifted) and a quiet period someone asked for ("闭嘴").
+* :func:`split_reply` — a long reply is cut to ``bot.max_reply_chars`` and sent as parts of about
+  ``bot.split_at`` characters, broken at line or sentence ends where possible.
+* :class:`Outbound` — ``await send(chat_id, text, reply_to=...)``: gate, split, rate limit, one retry on
+  a failed send, every part recorded through the ``on_sent`` callback. Shadow mode sends nothing and
+  records what would have been sent. Text goes out as a segment array, never as a CQ string, so a
+  model writing ``[CQ:at,qq=all]`` cannot @ everyone.
+
+Decisions (gate verdicts, send results) are values; a send that fails twice is a ``SendResult`` with
+``reason="failed"``, never an exception to the caller.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import structlog
+
+from runtime.kernel.message import ChatKind, parse_chat_id
+
+__all__ = [
+    "BotApi",
+    "ChatGates",
+    "GateVerdict",
+    "Outbound",
+    "OutboundStatistics",
+    "SendResult",
+    "SentRecord",
+    "TokenBucket",
+    "TokenBucketStatistics",
+    "split_reply",
+]
+
+log = structlog.get_logger("greywind.outbound")
+
+Sleep = Callable[[float], Awaitable[None]]
+_SENTENCE_ENDS = "。！？!?…~～"
+_SOFT_BREAKS = "，,；;、 "
+CUT_MARKER = "…"
+
+
+class TokenBucket:
+    """A token bucket refilled at ``rate_per_minute``, holding at most ``burst`` tokens."""
+
+    __slots__ = ("_burst", "_clock", "_granted", "_rate", "_sleep", "_tokens", "_updated", "_waited")
+
+    def __init__(
+        self,
+        rate_per_minute: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Sleep = anyio.sleep,
+    ) -> None:
+        if rate_per_minute <= 0 or burst < 1:
+            raise ValueError("a token bucket needs a positive rate and a burst of at least 1")
+        self._rate = rate_per_minute / 60.0
+        self._burst = float(burst)
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = float(burst)
+        self._updated = clock()
+        self._granted = 0
+        self._waited = 0.0
+
+    def _refill(self, now: float) -> None:
+        if now > self._updated:
+            self._tokens = min(self._burst, self._tokens + (now - self._updated) * self._rate)
+            self._updated = now
+
+    def reserve(self) -> float:
+        """Take the next slot; return how long to wait before using it (0 when a token was free)."""
+        self._refill(self._clock())
+        self._tokens -= 1.0
+        self._granted += 1
+        return 0.0 if self._tokens >= 0 else -self._tokens / self._rate
+
+    def acquire_nowait(self) -> bool:
+        """Take a token only if one is free now."""
+        self._refill(self._clock())
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        self._granted += 1
+        return True
+
+    async def acquire(self) -> None:
+        """Wait for a token; a cancelled wait gives its slot back."""
+        wait = self.reserve()
+        if wait <= 0:
+            return
+        try:
+            await self._sleep(wait)
+        except BaseException:
+            self._tokens += 1.0
+            self._granted -= 1
+            raise
+        self._waited += wait
+
+    def statistics(self) -> TokenBucketStatistics:
+        self._refill(self._clock())
+        return TokenBucketStatistics(
+            tokens=max(self._tokens, 0.0),
+            backlog=max(0, math.ceil(-self._tokens)),
+            rate_per_minute=self._rate * 60.0,
+            burst=int(self._burst),
+            granted=self._granted,
+            waited_seconds=self._waited,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TokenBucketStatistics:
+    tokens: float
+    backlog: int  # reservations waiting for a token
+    rate_per_minute: float
+    burst: int
+    granted: int
+    waited_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class GateVerdict:
+    open: bool
+    reason: str  # "open" | "muted" (the platform banned the bot) | "quiet" (asked to be quiet)
+    until: float | None = None
+
+
+class ChatGates:
+    """Per-chat send gates. ``until=None`` means until lifted."""
+
+    __slots__ = ("_muted", "_quiet")
+
+    def __init__(self) -> None:
+        self._muted: dict[str, float | None] = {}
+        self._quiet: dict[str, float | None] = {}
+
+    def mute(self, chat_id: str, until: float | None) -> None:
+        self._muted[chat_id] = until
+
+    def unmute(self, chat_id: str) -> bool:
+        """Lift a ban; False when there was none."""
+        if chat_id not in self._muted:
+            return False
+        del self._muted[chat_id]
+        return True
+
+    def quiet(self, chat_id: str, until: float | None) -> None:
+        self._quiet[chat_id] = until
+
+    def unquiet(self, chat_id: str) -> bool:
+        """End a quiet period; False when there was none."""
+        if chat_id not in self._quiet:
+            return False
+        del self._quiet[chat_id]
+        return True
+
+    def verdict(self, chat_id: str, now: float) -> GateVerdict:
+        for reason, table in (("muted", self._muted), ("quiet", self._quiet)):
+            if chat_id in table:
+                until = table[chat_id]
+                if until is None or until > now:
+                    return GateVerdict(False, reason, until)
+                del table[chat_id]
+        return GateVerdict(True, "open")
+
+    def closed(self, now: float) -> dict[str, GateVerdict]:
+        """Every chat currently closed, with why (for the admin ``status``)."""
+        chats = set(self._muted) | set(self._quiet)
+        verdicts = {chat: self.verdict(chat, now) for chat in sorted(chats)}
+        return {chat: verdict for chat, verdict in verdicts.items() if not verdict.open}
+
+
+def split_reply(text: str, *, max_chars: int, split_at: int) -> list[str]:
+    """Cap ``text`` at ``max_chars`` (marking the cut) and split it into parts of at most ``split_at``.
+
+    Breaks prefer a line end, then a sentence end, then a comma or space in the second half of the
+    window; only a run with none of those is cut mid-word.
+    """
+    text = "\n".join(line.rstrip() for line in text.strip().splitlines()).strip()
+    if not text:
+        return []
+    if len(text) > max_chars:
+        text = text[: max_chars - len(CUT_MARKER)].rstrip() + CUT_MARKER
+    parts: list[str] = []
+    while len(text) > split_at:
+        window = text[:split_at]
+        cut = _break_point(window, split_at)
+        part, text = text[:cut].strip(), text[cut:].strip()
+        if part:
+            parts.append(part)
+    if text:
+        parts.append(text)
+    return parts
+
+
+def _break_point(window: str, split_at: int) -> int:
+    floor = split_at // 2
+    for breaks in ("\n", _SENTENCE_ENDS, _SOFT_BREAKS):
+        best = max(window.rfind(ch) for ch in breaks)
+        if best >= floor:
+            return best + 1
+    return split_at
+
+
+class BotApi(Protocol):
+    """The one method of a NoneBot ``Bot`` the outbound uses (tests pass a fake)."""
+
+    async def call_api(self, api: str, **data: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SentRecord:
+    """One message part the bot sent (or, in shadow mode, would have sent)."""
+
+    chat_id: str
+    text: str
+    message_id: str | None
+    time: float
+    reply_to: str | None
+    shadow: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    chat_id: str
+    sent: bool
+    # "sent" | "shadow" | "muted" | "quiet" | "empty" | "no_connection" | "failed"
+    reason: str
+    parts: tuple[str, ...] = ()
+    message_ids: tuple[str, ...] = ()
+    attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundStatistics:
+    sent_parts: int
+    shadow_parts: int
+    refused: Mapping[str, int]
+    failed_sends: int
+    retries: int
+    shadow_mode: bool
+    rate: TokenBucketStatistics
+
+
+class Outbound:
+    """Sends text to chats through the connected bot; see the module docstring for the rules."""
+
+    def __init__(
+        self,
+        *,
+        bot: Callable[[], BotApi | None],
+        bucket: TokenBucket,
+        gates: ChatGates,
+        clock: Callable[[], float] = time.time,
+        sleep: Sleep = anyio.sleep,
+        max_reply_chars: int = 600,
+        split_at: int = 200,
+        retry_delay: float = 1.5,
+        send_timeout: float = 10.0,
+        shadow_mode: bool = False,
+        on_sent: Callable[[SentRecord], None] | None = None,
+        remember_ids: int = 4_096,
+    ) -> None:
+        self._bot = bot
+        self.bucket = bucket
+        self.gates = gates
+        self._clock = clock
+        self._sleep = sleep
+        self._max_reply_chars = max_reply_chars
+        self._split_at = split_at
+        self._retry_delay = retry_delay
+        self._send_timeout = send_timeout
+        self.shadow_mode = shadow_mode
+        self._listeners: list[Callable[[SentRecord], None]] = [on_sent] if on_sent else []
+        self._own_ids: OrderedDict[str, None] = OrderedDict()
+        self._remember_ids = remember_ids
+        self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
+        self._sent_parts = 0
+        self._shadow_parts = 0
+        self._refused: dict[str, int] = {}
+        self._failed = 0
+        self._retries = 0
+
+    def on_sent(self, listener: Callable[[SentRecord], None]) -> Callable[[], None]:
+        """Call ``listener`` for every part sent; returns the disposer."""
+        self._listeners.append(listener)
+
+        def dispose() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return dispose
+
+    def is_own_message(self, message_id: str) -> bool:
+        """Whether the bot sent ``message_id`` (recently: the last ``remember_ids`` parts)."""
+        return message_id in self._own_ids
+
+    def gate(self, chat_id: str) -> GateVerdict:
+        return self.gates.verdict(chat_id, self._clock())
+
+    async def send(
+        self, chat_id: str, text: str, *, reply_to: str | None = None, admin: bool = False
+    ) -> SendResult:
+        """Send ``text`` to ``chat_id`` (split, rate limited, retried once). Never raises on a failed send.
+
+        ``admin`` marks an answer to a superuser's command: it is sent through a quiet period, and in
+        shadow mode it is still sent when the chat is private (so an operator can ask for ``/status``
+        while the bot stays silent in its groups).
+        """
+        verdict = self.gate(chat_id)
+        if not verdict.open and not (admin and verdict.reason == "quiet"):
+            return self._refuse(chat_id, verdict.reason)
+        parts = split_reply(text, max_chars=self._max_reply_chars, split_at=self._split_at)
+        if not parts:
+            return self._refuse(chat_id, "empty")
+        if self.shadow_mode and not (admin and chat_id.startswith(f"{ChatKind.PRIVATE.value}:")):
+            for index, part in enumerate(parts):
+                self._record(chat_id, part, None, reply_to if index == 0 else None, shadow=True)
+            self._shadow_parts += len(parts)
+            log.info("shadow_send", chat_id=chat_id, parts=len(parts), text=text[:200])
+            return SendResult(chat_id, False, "shadow", tuple(parts))
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = self._locks[chat_id] = anyio.Lock()
+        async with lock:
+            return await self._send_parts(chat_id, parts, reply_to, admin=admin)
+
+    async def _send_parts(
+        self, chat_id: str, parts: list[str], reply_to: str | None, *, admin: bool
+    ) -> SendResult:
+        ids: list[str] = []
+        attempts = 0
+        for index, part in enumerate(parts):
+            # A ban can arrive between parts; the rest of the reply is dropped, not queued.
+            verdict = self.gate(chat_id)
+            if not verdict.open and not (admin and verdict.reason == "quiet"):
+                self._refuse(chat_id, verdict.reason)
+                sent = tuple(parts[:index])
+                return SendResult(chat_id, bool(ids), verdict.reason, sent, tuple(ids), attempts)
+            quote = reply_to if index == 0 else None
+            message_id, tries, reason = await self._send_one(chat_id, part, quote)
+            attempts += tries
+            if message_id is None:
+                self._failed += 1
+                sent = tuple(parts[:index])
+                return SendResult(chat_id, bool(ids), reason, sent, tuple(ids), attempts)
+            ids.append(message_id)
+            self._sent_parts += 1
+            self._record(chat_id, part, message_id or None, quote, shadow=False)
+        return SendResult(chat_id, True, "sent", tuple(parts), tuple(ids), attempts)
+
+    async def _send_one(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
+        kind, ident = parse_chat_id(chat_id)
+        segments: list[dict[str, Any]] = []
+        if reply_to:
+            segments.append({"type": "reply", "data": {"id": reply_to}})
+        segments.append({"type": "text", "data": {"text": text}})
+        if kind is ChatKind.GROUP:
+            api, params = "send_group_msg", {"group_id": int(ident), "message": segments}
+        else:
+            api, params = "send_private_msg", {"user_id": int(ident), "message": segments}
+        reason = "failed"
+        for attempt in (1, 2):
+            bot = self._bot()
+            if bot is None:
+                reason = "no_connection"
+            else:
+                await self.bucket.acquire()
+                try:
+                    with anyio.fail_after(self._send_timeout):
+                        result = await bot.call_api(api, **params)
+                except Exception as exc:  # the adapter's ActionFailed / NetworkError, a timeout, ...
+                    reason = "failed"
+                    log.warning("send_failed", chat_id=chat_id, attempt=attempt, error=repr(exc)[:300])
+                else:
+                    return _message_id(result), attempt, "sent"
+            if attempt == 1:
+                self._retries += 1
+                await self._sleep(self._retry_delay)
+        return None, 2, reason
+
+    def _record(
+        self, chat_id: str, text: str, message_id: str | None, reply_to: str | None, *, shadow: bool
+    ) -> None:
+        if message_id:
+            self._own_ids[message_id] = None
+            while len(self._own_ids) > self._remember_ids:
+                self._own_ids.popitem(last=False)
+        record = SentRecord(chat_id, text, message_id, self._clock(), reply_to, shadow)
+        for listener in tuple(self._listeners):
+            try:
+                listener(record)
+            except Exception:
+                log.exception("sent_listener_failed", chat_id=chat_id)
+
+    def _refuse(self, chat_id: str, reason: str) -> SendResult:
+        self._refused[reason] = self._refused.get(reason, 0) + 1
+        log.info("send_refused", chat_id=chat_id, reason=reason)
+        return SendResult(chat_id, False, reason)
+
+    def statistics(self) -> OutboundStatistics:
+        return OutboundStatistics(
+            sent_parts=self._sent_parts,
+            shadow_parts=self._shadow_parts,
+            refused=dict(self._refused),
+            failed_sends=self._failed,
+            retries=self._retries,
+            shadow_mode=self.shadow_mode,
+            rate=self.bucket.statistics(),
+        )
+
+
+def _message_id(result: Any) -> str:
+    if isinstance(result, Mapping) and result.get("message_id") is not None:
+        return str(result["message_id"])
+    # Some implementations answer without an id; the send still happened.
+    return ""
