@@ -19,6 +19,7 @@ from runtime.store.errors import (
     StoreCorruptError,
     StoreError,
     StoreLockedError,
+    StoreWriteError,
     WriterError,
 )
 from runtime.store.protocol import MemoryScope, RestorePolicy, Store, StoreStatistics
@@ -35,5 +36,6 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "StoreStatistics",
+    "StoreWriteError",
     "WriterError",
 ]

@@ -9,6 +9,8 @@
     ├── MigrationError      a numbered migration failed; the database stays at the last good version
     ├── StoreLockedError    another connection kept the database locked through the busy timeout
     │                       and every retry
+    ├── StoreWriteError     a write failed (full disk, I/O error, read-only file); the transaction
+    │                       was rolled back, so the batch can be retried whole
     ├── StoreClosedError    an operation reached a store (or writer) that was already closed
     └── WriterError         the writer stopped with items it could not write (counted and logged,
                             never dropped silently)
@@ -64,6 +66,10 @@ class MigrationError(StoreError):
 
 class StoreLockedError(StoreError):
     """Raised when the database stayed locked by another connection through every retry."""
+
+
+class StoreWriteError(StoreError):
+    """Raised when SQLite refuses a write for a reason other than a lock; nothing of it was applied."""
 
 
 class StoreClosedError(StoreError):

@@ -1,0 +1,38 @@
+"""``[store]``: the SQLite database and the writer task that feeds it.
+
+The database file is ``greywind.sqlite3`` under the data directory, which comes from the
+``GREYWIND_DATA_DIR`` environment variable (default ``./data``), not from this table: see
+``runtime.store.paths.data_dir_from_env``.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runtime.config._base import Section
+
+
+class StoreConfig(Section):
+    # The writer commits its queue once per interval (or sooner, at flush_max_items). A kill -9
+    # loses at most the messages queued since the last commit: about one interval.
+    flush_interval_ms: int = Field(default=200, ge=10, le=10_000)
+    flush_max_items: int = Field(default=500, ge=1)
+    # A full queue makes producers wait (back-pressure); nothing is dropped.
+    queue_max: int = Field(default=10_000, ge=1)
+    # SQLite waits this long for another connection's lock inside each attempt...
+    busy_timeout_ms: int = Field(default=5_000, ge=0)
+    # ...and the store tries this many more times, backing off from lock_backoff_ms, before it
+    # raises StoreLockedError.
+    lock_retries: int = Field(default=3, ge=0)
+    lock_backoff_ms: int = Field(default=100, ge=1)
+    # A failed flush (full disk, I/O error, a lock) is retried with backoff from retry_backoff_ms,
+    # doubling up to retry_backoff_max_ms; the batch stays queued meanwhile.
+    retry_backoff_ms: int = Field(default=200, ge=1)
+    retry_backoff_max_ms: int = Field(default=30_000, ge=1)
+    # PRAGMA quick_check at start: a corrupt file is refused instead of silently losing data.
+    quick_check_on_start: bool = True
+    # What is restored on start: speeches inside the window (budgets), each chat's recent messages
+    # (conversation-thread links).
+    restore_speech_window_ms: int = Field(default=86_400_000, ge=0)
+    restore_message_window_ms: int = Field(default=3_600_000, ge=0)
+    restore_messages_per_chat: int = Field(default=200, ge=0)

@@ -1,0 +1,385 @@
+"""``SqliteStore``: the Protocol on one SQLite file (WAL, synchronous=NORMAL, numbered migrations).
+
+Durability: a committed transaction survives ``kill -9`` of the process (WAL with synchronous=NORMAL
+may lose the last commits only on a power cut or OS crash, never on a process kill). What the writer
+task has queued but not yet committed is lost on ``kill -9``: at most one flush interval of items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from runtime.config.store import StoreConfig
+from runtime.store.errors import StoreCorruptError
+from runtime.store.paths import data_dir_from_env
+from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy, StoreStatistics
+from runtime.store.records import (
+    ActivationDone,
+    EventRecord,
+    LexiconTermRecord,
+    MessageHit,
+    MessageRecalled,
+    RuntimeState,
+    ScheduledActivation,
+    SpeechRecord,
+    StoredMessage,
+    ToolCallRecord,
+    TopicLink,
+    WriteItem,
+)
+from runtime.store.restore import load_runtime_state
+from runtime.store.sqlite import rows as r_
+from runtime.store.sqlite.base import log, placeholders, upsert_sql
+from runtime.store.sqlite.context import ContextTables
+from runtime.store.sqlite.layer import TOOL_CALL_UPSERT, LayerTables
+from runtime.store.sqlite.schema import (
+    DB_FILENAME,
+    check_file_header,
+    configure,
+    ensure_data_dir,
+    migrate,
+    retrying,
+)
+from runtime.store.text import IndexedText, fts_match, index_text, parse_query, warm_up
+
+_MESSAGE_UPSERT = upsert_sql("messages", f"{r_.MESSAGE_COLUMNS}, words, chars", "chat_id, message_id")
+_M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in r_.MESSAGE_COLUMNS.split(","))
+_EVENT_UPSERT = upsert_sql("events", r_.EVENT_COLUMNS, "id")
+_ACTIVATION_UPSERT = upsert_sql("scheduled_activations", r_.ACTIVATION_COLUMNS, "event_id")
+_TERM_UPSERT = upsert_sql("lexicon_terms", r_.TERM_COLUMNS, "scope, owner, term")
+_SPEECH_INSERT = "INSERT INTO speech_log (chat_id, time, forced) VALUES (?, ?, ?)"
+_RECALL = "UPDATE messages SET recalled = 1 WHERE chat_id = ? AND message_id = ?"
+_LINK = "UPDATE messages SET topic_thread_id = ? WHERE chat_id = ? AND message_id = ?"
+_ACTIVATION_DELETE = "DELETE FROM scheduled_activations WHERE event_id = ?"
+
+
+def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, list[tuple[Any, ...]]]:
+    if isinstance(item, StoredMessage):
+        return _MESSAGE_UPSERT, [r_.message_row(item, next(indexed))]
+    if isinstance(item, MessageRecalled):
+        return _RECALL, [(item.chat_id, item.message_id)]
+    if isinstance(item, TopicLink):
+        return _LINK, [(item.topic_thread_id, item.chat_id, mid) for mid in item.message_ids]
+    if isinstance(item, SpeechRecord):
+        return _SPEECH_INSERT, [r_.speech_row(item)]
+    if isinstance(item, EventRecord):
+        return _EVENT_UPSERT, [r_.event_row(item)]
+    if isinstance(item, ScheduledActivation):
+        return _ACTIVATION_UPSERT, [r_.activation_row(item)]
+    if isinstance(item, ActivationDone):
+        return _ACTIVATION_DELETE, [(item.event_id,)]
+    if isinstance(item, ToolCallRecord):
+        return TOOL_CALL_UPSERT, [r_.tool_call_row(item)]
+    raise TypeError(f"not a write item: {item!r}")
+
+
+class SqliteStore(ContextTables, LayerTables):
+    """SQLite backend of :class:`runtime.store.protocol.Store`. Create it with :meth:`open`."""
+
+    @classmethod
+    async def open(cls, path: Path | str | None = None, *, config: StoreConfig | None = None) -> SqliteStore:
+        """Open (creating if needed) the database and bring its schema up to date.
+
+        ``path`` defaults to ``greywind.sqlite3`` under ``GREYWIND_DATA_DIR``. Raises ``DataDirError``,
+        ``StoreCorruptError``, ``SchemaTooNewError``, ``MigrationError`` or ``StoreLockedError``; the file
+        is never modified before it passed the header and integrity checks.
+        """
+        config = config or StoreConfig()
+        file = Path(path) if path is not None else data_dir_from_env() / DB_FILENAME
+        ensure_data_dir(file.parent)
+        check_file_header(file)
+        # Segmenting the first message would otherwise stall the event loop for ~0.8 s.
+        await asyncio.to_thread(warm_up)
+        db = await aiosqlite.connect(file, isolation_level=None)
+        try:
+
+            async def prepare() -> int:
+                await configure(
+                    db, file, busy_timeout_ms=config.busy_timeout_ms, quick_check=config.quick_check_on_start
+                )
+                return await migrate(db, file)
+
+            version = await retrying(
+                "open", prepare, retries=config.lock_retries, backoff=config.lock_backoff_ms / 1000
+            )
+        except sqlite3.DatabaseError as exc:
+            await db.close()
+            raise StoreCorruptError(str(file), str(exc)) from exc
+        except BaseException:
+            await db.close()
+            raise
+        log.info("store.opened", path=str(file), schema_version=version)
+        return cls(db, file, config, version)
+
+    def statistics(self) -> StoreStatistics:
+        return StoreStatistics(
+            backend="sqlite",
+            messages=-1,  # counting would need a query; use count_messages()
+            batches_written=self._batches,
+            items_written=self._items,
+            write_failures=self._failures,
+            schema_version=self._version,
+        )
+
+    # -- batched writes ---------------------------------------------------------------------------
+
+    async def write(self, items: Sequence[WriteItem]) -> None:
+        self._check()
+        if not items:
+            return
+        texts = [i.text for i in items if isinstance(i, StoredMessage)]
+        indexed = await asyncio.to_thread(lambda: [index_text(t) for t in texts]) if texts else []
+        it = iter(indexed)
+        runs: list[tuple[str, list[tuple[Any, ...]]]] = []
+        for item in items:
+            sql, rows = _statements(item, it)
+            # Consecutive items of one kind share an executemany; order across kinds is kept.
+            if runs and runs[-1][0] == sql:
+                runs[-1][1].extend(rows)
+            else:
+                runs.append((sql, rows))
+
+        async def body(db: aiosqlite.Connection) -> None:
+            for sql, rows in runs:
+                await db.executemany(sql, rows)
+
+        await self._tx("write", body)
+        self._batches += 1
+        self._items += len(items)
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    async def append_messages(self, messages: Sequence[StoredMessage]) -> None:
+        await self.write(messages)
+
+    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None:
+        row = await self._one(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? AND message_id = ?",
+            (chat_id, message_id),
+        )
+        return r_.message_from_row(row) if row else None
+
+    async def get_messages(self, chat_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
+        self._check()
+        if not message_ids:
+            return []
+        rows = await self._rows(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages "
+            f"WHERE chat_id = ? AND message_id IN ({placeholders(message_ids)})",
+            [chat_id, *message_ids],
+        )
+        found = {r[1]: r_.message_from_row(r) for r in rows}
+        return [found[mid] for mid in message_ids if mid in found]
+
+    async def _latest(self, where: str, params: list[Any], limit: int) -> list[StoredMessage]:
+        rows = await self._rows(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE {where} "
+            f"ORDER BY time DESC, seq DESC LIMIT {max(int(limit), 0)}",
+            params,
+        )
+        return [r_.message_from_row(r) for r in reversed(rows)]
+
+    async def recent_messages(
+        self, chat_id: str, *, limit: int = 50, before: float | None = None
+    ) -> list[StoredMessage]:
+        if before is None:
+            return await self._latest("chat_id = ?", [chat_id], limit)
+        return await self._latest("chat_id = ? AND time < ?", [chat_id, before], limit)
+
+    async def list_messages(
+        self, chat_id: str, *, since: float | None = None, until: float | None = None, limit: int = 1000
+    ) -> list[StoredMessage]:
+        where: list[str] = ["chat_id = ?"]
+        params: list[Any] = [chat_id]
+        if since is not None:
+            where.append("time >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("time < ?")
+            params.append(until)
+        rows = await self._rows(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE {' AND '.join(where)} "
+            f"ORDER BY time, seq LIMIT {max(int(limit), 0)}",
+            params,
+        )
+        return [r_.message_from_row(r) for r in rows]
+
+    async def conversation_messages(self, thread_id: str, *, limit: int = 50) -> list[StoredMessage]:
+        return await self._latest("thread_id = ?", [thread_id], limit)
+
+    async def topic_messages(
+        self, topic_thread_id: str, *, chat_id: str | None = None, limit: int = 50
+    ) -> list[StoredMessage]:
+        if chat_id is None:
+            return await self._latest("topic_thread_id = ?", [topic_thread_id], limit)
+        return await self._latest("topic_thread_id = ? AND chat_id = ?", [topic_thread_id, chat_id], limit)
+
+    async def search_messages(
+        self,
+        query: str,
+        *,
+        chat_ids: Collection[str],
+        limit: int = 10,
+        topic_thread_id: str | None = None,
+        include_recalled: bool = False,
+    ) -> list[MessageHit]:
+        self._check()
+        parsed = parse_query(query)
+        if parsed.empty or not chat_ids or limit <= 0:
+            return []
+        where = [f"m.chat_id IN ({placeholders(chat_ids)})"]
+        params: list[Any] = [fts_match(parsed), *chat_ids]
+        if not include_recalled:
+            where.append("m.recalled = 0")
+        if topic_thread_id is not None:
+            where.append("m.topic_thread_id = ?")
+            params.append(topic_thread_id)
+        rows = await self._rows(
+            f"SELECT {_M_COLUMNS}, bm25(messages_fts, 2.0, 1.0) AS rank "
+            "FROM messages_fts JOIN messages AS m ON m.seq = messages_fts.rowid "
+            f"WHERE messages_fts MATCH ? AND {' AND '.join(where)} "
+            f"ORDER BY rank, m.seq DESC LIMIT {int(limit)}",
+            params,
+        )
+        return [MessageHit(r_.message_from_row(r), -float(r[-1])) for r in rows]
+
+    async def count_messages(self, chat_id: str | None = None) -> int:
+        if chat_id is None:
+            row = await self._one("SELECT COUNT(*) FROM messages")
+        else:
+            row = await self._one("SELECT COUNT(*) FROM messages WHERE chat_id = ?", (chat_id,))
+        return int(row[0]) if row else 0
+
+    async def messages_since(self, since: float, *, per_chat: int = 200) -> list[StoredMessage]:
+        rows = await self._rows(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM ("
+            f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY chat_id ORDER BY time DESC, seq DESC) AS rn"
+            f"  FROM messages WHERE time >= ?"
+            f") WHERE rn <= ? ORDER BY time, seq",
+            (since, max(int(per_chat), 0)),
+        )
+        return [r_.message_from_row(r) for r in rows]
+
+    # -- events and activations -----------------------------------------------------------------
+
+    async def save_event(self, event: EventRecord) -> None:
+        await self.write([event])
+
+    async def get_event(self, event_id: str) -> EventRecord | None:
+        row = await self._one(f"SELECT {r_.EVENT_COLUMNS} FROM events WHERE id = ?", (event_id,))
+        return r_.event_from_row(row) if row else None
+
+    async def delete_event(self, event_id: str) -> bool:
+        return await self._execute("delete_event", "DELETE FROM events WHERE id = ?", (event_id,)) > 0
+
+    async def load_events(self, *, states: Collection[str] | None = None) -> list[EventRecord]:
+        if states is None:
+            rows = await self._rows(f"SELECT {r_.EVENT_COLUMNS} FROM events ORDER BY created_at, id")
+        elif not states:
+            return []
+        else:
+            rows = await self._rows(
+                f"SELECT {r_.EVENT_COLUMNS} FROM events WHERE state IN ({placeholders(states)}) "
+                "ORDER BY created_at, id",
+                [str(s) for s in states],
+            )
+        return [r_.event_from_row(r) for r in rows]
+
+    async def prune_events(self, *, states: Collection[str], updated_before: float) -> int:
+        if not states:
+            return 0
+        return await self._execute(
+            "prune_events",
+            f"DELETE FROM events WHERE state IN ({placeholders(states)}) AND updated_at < ?",
+            [*(str(s) for s in states), updated_before],
+        )
+
+    async def save_activation(self, activation: ScheduledActivation) -> None:
+        await self.write([activation])
+
+    async def delete_activation(self, event_id: str) -> bool:
+        return await self._execute("delete_activation", _ACTIVATION_DELETE, (event_id,)) > 0
+
+    async def load_pending_activations(self) -> list[ScheduledActivation]:
+        rows = await self._rows(
+            f"SELECT {r_.ACTIVATION_COLUMNS} FROM scheduled_activations "
+            "ORDER BY not_before, priority DESC, event_id"
+        )
+        return [r_.activation_from_row(r) for r in rows]
+
+    # -- speech log -------------------------------------------------------------------------------
+
+    async def append_speech(self, speech: SpeechRecord) -> None:
+        await self.write([speech])
+
+    async def recent_speeches(self, chat_id: str, *, since: float) -> list[SpeechRecord]:
+        rows = await self._rows(
+            "SELECT chat_id, time, forced FROM speech_log WHERE chat_id = ? AND time >= ? ORDER BY time, seq",
+            (chat_id, since),
+        )
+        return [r_.speech_from_row(r) for r in rows]
+
+    async def load_recent_speeches(self, *, since: float) -> dict[str, list[SpeechRecord]]:
+        rows = await self._rows(
+            "SELECT chat_id, time, forced FROM speech_log WHERE time >= ? ORDER BY time, seq", (since,)
+        )
+        out: dict[str, list[SpeechRecord]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append(r_.speech_from_row(r))
+        return out
+
+    async def prune_speeches(self, *, before: float) -> int:
+        return await self._execute("prune_speeches", "DELETE FROM speech_log WHERE time < ?", (before,))
+
+    # -- lexicon ----------------------------------------------------------------------------------
+
+    async def save_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
+        await self._executemany("save_lexicon_terms", _TERM_UPSERT, [r_.term_row(t) for t in terms])
+
+    async def delete_lexicon_term(self, scope: str, owner: str, term: str) -> bool:
+        changed = await self._execute(
+            "delete_lexicon_term",
+            "DELETE FROM lexicon_terms WHERE scope = ? AND owner = ? AND term = ?",
+            (scope, owner, term),
+        )
+        return changed > 0
+
+    async def replace_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
+        rows = [r_.term_row(t) for t in terms]
+
+        async def body(db: aiosqlite.Connection) -> None:
+            await db.execute("DELETE FROM lexicon_terms")
+            await db.executemany(_TERM_UPSERT, rows)
+
+        await self._tx("replace_lexicon_terms", body)
+
+    async def load_lexicon_terms(
+        self, *, scope: str | None = None, owner: str | None = None
+    ) -> list[LexiconTermRecord]:
+        where, params = ["1"], []
+        if scope is not None:
+            where.append("scope = ?")
+            params.append(scope)
+        if owner is not None:
+            where.append("owner = ?")
+            params.append(owner)
+        rows = await self._rows(
+            f"SELECT {r_.TERM_COLUMNS} FROM lexicon_terms WHERE {' AND '.join(where)} "
+            "ORDER BY scope, owner, term",
+            params,
+        )
+        return [r_.term_from_row(r) for r in rows]
+
+    # -- restoration ----------------------------------------------------------------------------
+
+    async def load_runtime_state(
+        self, *, now: float, policy: RestorePolicy = DEFAULT_RESTORE
+    ) -> RuntimeState:
+        self._check()
+        return await load_runtime_state(self, now=now, policy=policy)
