@@ -12,6 +12,7 @@ from runtime.config.life import LifeConfig
 from runtime.config.memory_injection import MemoryInjectionConfig
 from runtime.config.models import ModelsConfig
 from runtime.config.persona import PersonaConfig
+from runtime.config.store import StoreConfig
 from runtime.config.threads import ThreadsConfig
 
 
@@ -29,3 +30,4 @@ class GreyWindConfig(Section):
     context: ContextConfig = ContextConfig()
     episodes: EpisodesConfig = EpisodesConfig()
     life: LifeConfig = LifeConfig()
+    store: StoreConfig = StoreConfig()
