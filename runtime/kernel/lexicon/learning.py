@@ -7,8 +7,9 @@ second, so learning runs in batches off the per-message path and never at kernel
 :func:`extract_candidates` reads at most ``max_chars`` of a text (a 200,000-character message costs
 what its first 2,000 characters cost) and drops what is not worth a term: fewer than two
 characters, longer than ``max_term_chars``, stop words, pure numbers, runs of one repeated character
-(哈哈哈, 233333, hhhh), and tokens with no letter or ideograph in them (punctuation, emoji); a
-modal particle glued to a longer word is cut off (电影吧 → 电影).
+(哈哈哈, 233333, hhhh), tokens with control characters or lone surrogates, and tokens with no
+letter or ideograph in them (punctuation, emoji); a modal particle glued to a longer word is cut off
+(电影吧 → 电影).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ STOP_WORDS: frozenset[str] = frozenset(_STOP_WORDS_TEXT.split())
 _TRAILING_PARTICLES = "吧啊呢吗啦呀哦嘛了的"
 
 _NUMBER = re.compile(r"[\d.,%+\-:/]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")  # control characters, lone surrogates
 _HAS_WORD_CHAR = re.compile(r"[^\W\d_]")  # a letter or an ideograph
 
 
@@ -88,7 +90,7 @@ def is_candidate(word: str, *, max_term_chars: int, stop_words: frozenset[str]) 
         return False
     if _NUMBER.fullmatch(word) is not None:
         return False
-    if len(set(word)) == 1:
+    if len(set(word)) == 1 or _CONTROL.search(word) is not None:
         return False
     return _HAS_WORD_CHAR.search(word) is not None
 

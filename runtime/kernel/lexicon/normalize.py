@@ -47,12 +47,13 @@ def normalize_term(text: str) -> str:
 
 def encode_units(normalized: str) -> str:
     """The UTF-16 code units of ``normalized`` as a string of two Latin-1 characters per unit."""
-    return normalized.encode("utf-16-be").decode("latin-1")
+    # surrogatepass: a lone surrogate (a broken client's half emoji) is one unit, not an error.
+    return normalized.encode("utf-16-be", "surrogatepass").decode("latin-1")
 
 
 def unit_length(surface: str) -> int:
     """How many UTF-16 code units ``surface`` takes (astral characters take two)."""
-    return len(surface.encode("utf-16-be")) >> 1
+    return len(surface.encode("utf-16-be", "surrogatepass")) >> 1
 
 
 class UnitMap:
