@@ -77,7 +77,7 @@ class TokenEstimator:
         self,
         *,
         cjk_weight: float = 1.1,
-        message_overhead: int = 4,
+        message_overhead: int = 3,
         reply_priming: int = 3,
         floor: float = 0.9,
         ceiling: float = 3.0,
