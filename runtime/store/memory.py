@@ -46,6 +46,17 @@ from runtime.store.records import (
 from runtime.store.restore import load_runtime_state
 from runtime.store.text import IndexedText, index_text, match_score, parse_query
 
+_WRITE_TYPES = (
+    StoredMessage,
+    MessageRecalled,
+    TopicLink,
+    SpeechRecord,
+    EventRecord,
+    ScheduledActivation,
+    ActivationDone,
+    ToolCallRecord,
+)
+
 
 @dataclass(slots=True)
 class _Row:
@@ -103,7 +114,10 @@ class MemoryStore:
 
     async def write(self, items: Sequence[WriteItem]) -> None:
         self._check()
-        # Segment first: a failure there leaves nothing half-applied.
+        # Validate and segment first: a failure there leaves nothing half-applied.
+        for item in items:
+            if not isinstance(item, _WRITE_TYPES):
+                raise TypeError(f"not a write item: {item!r}")
         indexed = {id(i): index_text(i.text) for i in items if isinstance(i, StoredMessage)}
         for item in items:
             self._apply(item, indexed.get(id(item)))

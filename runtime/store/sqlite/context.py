@@ -242,7 +242,8 @@ class ContextTables(SqliteBase):
         clause, params = _scope_clause(scopes)
         sql = (
             f"SELECT {r_.MEMORY_COLUMNS}, bm25(memories_fts, 2.0, 1.0) AS rank "
-            f"FROM memories_fts JOIN {r_.MEMORY_FROM} ON m.seq = memories_fts.rowid "
+            "FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid "
+            "LEFT JOIN memory_vectors AS v ON v.memory_id = m.id "
             f"WHERE memories_fts MATCH ? AND {clause} "
             f"ORDER BY rank, m.importance DESC, m.id LIMIT {int(limit)}"
         )
