@@ -1,0 +1,347 @@
+"""The account-wide rate limiter, send gates, reply splitting and the outbound sender, on a fake clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from plugins.greywind.outbound import ChatGates, Outbound, SentRecord, TokenBucket, split_reply
+
+
+class FakeTime:
+    """A clock whose sleep just moves it; many tasks can sleep at once and wake in order."""
+
+    def __init__(self, start: float = 1_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        # Each sleeper wakes at its own deadline; the clock only moves forward. Waiters are woken in
+        # the order they slept, which is the order the bucket reserved their slots.
+        target = self.now + max(seconds, 0.0)
+        await anyio.lowlevel.checkpoint()
+        self.now = max(self.now, target)
+
+
+class FakeBot:
+    """Records API calls; ``fail`` makes the next N calls raise like a OneBot ActionFailed."""
+
+    def __init__(self, time: FakeTime | None = None) -> None:
+        self.calls: list[tuple[str, dict[str, Any], float]] = []
+        self.fail = 0
+        self._time = time
+        self._next_id = 5_000
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        self.calls.append((api, data, self._time() if self._time else 0.0))
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("ActionFailed(retcode=1200)")
+        self._next_id += 1
+        return {"message_id": self._next_id}
+
+    def texts(self) -> list[str]:
+        return [
+            "".join(seg["data"]["text"] for seg in data["message"] if seg["type"] == "text")
+            for _, data, _ in self.calls
+        ]
+
+
+def make_outbound(
+    bot: FakeBot | None, time: FakeTime, *, shadow: bool = False, per_minute: int = 20, burst: int = 5
+) -> tuple[Outbound, list[SentRecord]]:
+    records: list[SentRecord] = []
+    outbound = Outbound(
+        bot=lambda: bot,
+        bucket=TokenBucket(per_minute, burst, clock=time, sleep=time.sleep),
+        gates=ChatGates(),
+        clock=time,
+        sleep=time.sleep,
+        max_reply_chars=600,
+        split_at=200,
+        retry_delay=1.5,
+        shadow_mode=shadow,
+        on_sent=records.append,
+    )
+    return outbound, records
+
+
+# -- token bucket ------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_bucket_allows_the_burst_then_paces_at_the_rate() -> None:
+    time = FakeTime()
+    bucket = TokenBucket(60, 5, clock=time, sleep=time.sleep)
+    start = time.now
+    for _ in range(5):
+        await bucket.acquire()
+    assert time.now == start
+    await bucket.acquire()
+    assert time.now == pytest.approx(start + 1.0)
+    await bucket.acquire()
+    assert time.now == pytest.approx(start + 2.0)
+
+
+@pytest.mark.anyio
+async def test_bucket_holds_the_rate_for_concurrent_callers() -> None:
+    time = FakeTime()
+    bucket = TokenBucket(20, 5, clock=time, sleep=time.sleep)
+    granted: list[float] = []
+
+    async def take() -> None:
+        await bucket.acquire()
+        granted.append(time.now)
+
+    start = time.now
+    async with anyio.create_task_group() as tg:
+        for _ in range(25):
+            tg.start_soon(take)
+    # 5 at once, then one every 3 s: within any window of T seconds, at most 5 + T/3 grants.
+    assert len(granted) == 25
+    assert max(granted) - start == pytest.approx(60.0, abs=0.01)
+    for t in granted:
+        assert sum(1 for g in granted if g <= t) <= 5 + (t - start) / 3.0 + 1e-6
+
+
+def test_bucket_refills_up_to_the_burst_only() -> None:
+    time = FakeTime()
+    bucket = TokenBucket(60, 3, clock=time, sleep=time.sleep)
+    assert all(bucket.acquire_nowait() for _ in range(3))
+    assert not bucket.acquire_nowait()
+    time.now += 3600
+    assert sum(bucket.acquire_nowait() for _ in range(10)) == 3
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_wait_gives_its_slot_back() -> None:
+    clock = FakeTime()
+    bucket = TokenBucket(60, 1, clock=clock, sleep=anyio.sleep)
+    assert bucket.acquire_nowait()
+    with anyio.move_on_after(0.01):
+        await bucket.acquire()  # would wait ~1 s of the fake clock's rate, in real seconds
+    assert bucket.statistics().backlog == 0
+    clock.now += 1.0
+    assert bucket.acquire_nowait()
+
+
+def test_bucket_rejects_nonsense_settings() -> None:
+    with pytest.raises(ValueError, match="positive rate"):
+        TokenBucket(0, 1)
+
+
+# -- splitting -----------------------------------------------------------------------------------
+
+
+def test_short_reply_is_one_part() -> None:
+    assert split_reply("  好的，马上。 ", max_chars=600, split_at=200) == ["好的，马上。"]
+
+
+def test_blank_reply_is_nothing() -> None:
+    assert split_reply(" \n \n", max_chars=600, split_at=200) == []
+
+
+def test_long_reply_splits_at_sentence_ends_within_the_limit() -> None:
+    sentence = "这是一句不太长的话。"  # 10 chars
+    parts = split_reply(sentence * 50, max_chars=600, split_at=200)
+    assert len(parts) >= 3
+    assert all(len(p) <= 200 for p in parts)
+    assert all(p.endswith("。") for p in parts)
+    assert "".join(parts) == sentence * 50
+
+
+def test_overlong_reply_is_capped_with_a_marker() -> None:
+    parts = split_reply("字" * 5_000, max_chars=600, split_at=200)
+    joined = "".join(parts)
+    assert len(joined) == 600
+    assert joined.endswith("…")
+    assert all(len(p) <= 200 for p in parts)
+
+
+def test_lines_are_preferred_break_points() -> None:
+    text = ("第一段" * 20) + "\n" + ("第二段" * 20)
+    assert split_reply(text, max_chars=600, split_at=100) == ["第一段" * 20, "第二段" * 20]
+
+
+# -- gates ---------------------------------------------------------------------------------------
+
+
+def test_a_timed_mute_opens_by_itself() -> None:
+    gates = ChatGates()
+    gates.mute("group:1", until=100.0)
+    assert gates.verdict("group:1", 50.0).reason == "muted"
+    assert gates.verdict("group:1", 100.0).open
+    assert gates.verdict("group:2", 50.0).open
+
+
+def test_a_mute_without_end_holds_until_lifted() -> None:
+    gates = ChatGates()
+    gates.quiet("group:1", until=None)
+    assert gates.verdict("group:1", 10**12).reason == "quiet"
+    assert gates.closed(0.0)["group:1"].reason == "quiet"
+    assert gates.unquiet("group:1")
+    assert not gates.unquiet("group:1")
+    assert gates.verdict("group:1", 0.0).open
+
+
+# -- outbound ------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_group_reply_goes_out_as_segments_with_a_quote() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    outbound, records = make_outbound(bot, time)
+    result = await outbound.send("group:123", "好的 [CQ:at,qq=all] 收到", reply_to="77")
+    assert result.sent
+    assert result.reason == "sent"
+    api, data, _ = bot.calls[0]
+    assert api == "send_group_msg"
+    assert data["group_id"] == 123
+    # Text is a text segment: the platform never parses the model's "[CQ:at,qq=all]" as an @all.
+    assert data["message"] == [
+        {"type": "reply", "data": {"id": "77"}},
+        {"type": "text", "data": {"text": "好的 [CQ:at,qq=all] 收到"}},
+    ]
+    assert [r.text for r in records] == ["好的 [CQ:at,qq=all] 收到"]
+    assert outbound.is_own_message(result.message_ids[0])
+
+
+@pytest.mark.anyio
+async def test_private_reply_uses_send_private_msg() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    outbound, _ = make_outbound(bot, time)
+    await outbound.send("private:42", "你好")
+    assert bot.calls[0][0] == "send_private_msg"
+    assert bot.calls[0][1]["user_id"] == 42
+
+
+@pytest.mark.anyio
+async def test_a_failed_send_is_retried_once() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    bot.fail = 1
+    outbound, records = make_outbound(bot, time)
+    result = await outbound.send("group:1", "再试一次")
+    assert result.sent
+    assert result.attempts == 2
+    assert len(bot.calls) == 2
+    assert bot.calls[1][2] - bot.calls[0][2] >= 1.5
+    assert len(records) == 1
+
+
+@pytest.mark.anyio
+async def test_two_failures_give_up_without_raising() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    bot.fail = 5
+    outbound, records = make_outbound(bot, time)
+    result = await outbound.send("group:1", "发不出去")
+    assert not result.sent
+    assert result.reason == "failed"
+    assert len(bot.calls) == 2
+    assert records == []
+    assert outbound.statistics().failed_sends == 1
+
+
+@pytest.mark.anyio
+async def test_nothing_is_sent_to_a_muted_group_until_the_ban_ends() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    outbound, _ = make_outbound(bot, time)
+    outbound.gates.mute("group:1", until=time.now + 600)
+    assert (await outbound.send("group:1", "在吗")).reason == "muted"
+    assert (await outbound.send("group:1", "在吗", admin=True)).reason == "muted"
+    assert (await outbound.send("group:2", "别的群照常")).sent
+    time.now += 601
+    assert (await outbound.send("group:1", "解禁了")).sent
+    assert [call[1].get("group_id") for call in bot.calls] == [2, 1]
+
+
+@pytest.mark.anyio
+async def test_a_quiet_period_holds_replies_but_not_admin_answers() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    outbound, _ = make_outbound(bot, time)
+    outbound.gates.quiet("group:1", until=None)
+    assert (await outbound.send("group:1", "我插一句")).reason == "quiet"
+    assert (await outbound.send("group:1", "状态：正常", admin=True)).sent
+
+
+@pytest.mark.anyio
+async def test_shadow_mode_sends_nothing_and_records_what_it_would_have_sent() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    outbound, records = make_outbound(bot, time, shadow=True)
+    result = await outbound.send("group:1", "我本来想说这句")
+    assert not result.sent
+    assert result.reason == "shadow"
+    assert bot.calls == []
+    assert [(r.text, r.shadow) for r in records] == [("我本来想说这句", True)]
+    # An operator can still ask the bot for its status in private.
+    assert (await outbound.send("private:9", "状态", admin=True)).sent
+    assert (await outbound.send("group:1", "状态", admin=True)).reason == "shadow"
+
+
+@pytest.mark.anyio
+async def test_a_long_reply_goes_out_in_order_as_parts_quoting_once() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    outbound, records = make_outbound(bot, time)
+    text = "。".join(f"第{i}句话说得比较长一点点" for i in range(40)) + "。"
+    result = await outbound.send("group:1", text, reply_to="5")
+    assert result.sent
+    assert len(bot.calls) == len(result.parts) >= 3
+    assert all(len(t) <= 200 for t in bot.texts())
+    assert sum(seg["type"] == "reply" for _, data, _ in bot.calls for seg in data["message"]) == 1
+    assert [r.text for r in records] == list(result.parts)
+
+
+@pytest.mark.anyio
+async def test_sends_across_groups_share_one_account_rate() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    outbound, _ = make_outbound(bot, time, per_minute=20, burst=5)
+    start = time.now
+    async with anyio.create_task_group() as tg:
+        for i in range(25):
+            tg.start_soon(outbound.send, f"group:{i % 5}", f"消息{i}")
+    times = sorted(call[2] for call in bot.calls)
+    assert len(times) == 25
+    # max_per_minute=20 with a burst of 5: at most 5 + 10 sends in any first 30 seconds.
+    assert len([t for t in times if t - start < 30.0 - 1e-6]) <= 15
+    assert times[-1] - start == pytest.approx(60.0, abs=0.01)
+
+
+@pytest.mark.anyio
+async def test_no_connection_is_a_result_not_an_error() -> None:
+    time = FakeTime()
+    outbound, _ = make_outbound(None, time)
+    result = await outbound.send("group:1", "有人吗")
+    assert result.reason == "no_connection"
+    assert not result.sent
+
+
+@pytest.mark.anyio
+async def test_a_failing_listener_does_not_stop_the_send() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    outbound, records = make_outbound(bot, time)
+
+    def broken(_record: SentRecord) -> None:
+        raise RuntimeError("listener bug")
+
+    dispose = outbound.on_sent(broken)
+    assert (await outbound.send("group:1", "照发")).sent
+    dispose()
+    assert len(records) == 1
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
