@@ -9,10 +9,17 @@ vocabularies), because a prompt that overruns the window fails while one that un
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-__all__ = ["MESSAGE_OVERHEAD", "REPLY_PRIMING", "RoughTokenCounter", "TokenCounter", "count_messages"]
+__all__ = [
+    "MESSAGE_OVERHEAD",
+    "REPLY_PRIMING",
+    "RoughTokenCounter",
+    "TokenCounter",
+    "as_counter",
+    "count_messages",
+]
 
 #: Tokens a chat message costs beyond its content (role and separators), and the reply's priming.
 MESSAGE_OVERHEAD = 4
@@ -47,6 +54,31 @@ class RoughTokenCounter:
             return math.ceil(len(text) / 3)
         wide = sum(1 for ch in text if _is_wide(ch))
         return math.ceil(wide * 1.2 + (len(text) - wide) / 3)
+
+
+class _TextCounter:
+    """Adapts an estimator whose method is ``count_text`` (``runtime.llm.tokens.TokenEstimator``)."""
+
+    __slots__ = ("_count_text",)
+
+    def __init__(self, count_text: Callable[[str], int]) -> None:
+        self._count_text = count_text
+
+    def count(self, text: str) -> int:
+        return self._count_text(text)
+
+
+def as_counter(estimator: object | None) -> TokenCounter:
+    """Anything with ``count(text)`` or ``count_text(text)`` as a :class:`TokenCounter`; ``None`` → rough."""
+    if estimator is None:
+        return RoughTokenCounter()
+    count = getattr(estimator, "count", None)
+    if callable(count):
+        return estimator  # type: ignore[return-value]
+    count_text = getattr(estimator, "count_text", None)
+    if callable(count_text):
+        return _TextCounter(count_text)
+    raise TypeError(f"{type(estimator).__name__} has neither count(text) nor count_text(text)")
 
 
 def count_messages(messages: Iterable[Mapping[str, str]], counter: TokenCounter) -> int:

@@ -1,0 +1,365 @@
+"""SessionManager: the working windows of topic threads (seed 000 §8).
+
+A session is one stretch of work on one topic thread in one chat. Its lifecycle::
+
+    active ⇄ idle            (no turn for ``idle_after``; the next turn wakes it)
+    active/idle → interrupted  (user interruption, process exit, tool interruption: recorded, with a
+                                resume point; the next turn resumes it)
+    active/idle/interrupted → closed → handoff_written
+                             (idle timeout, manual, shutdown: transcript archived, handoff written)
+
+:meth:`SessionManager.open` is the per-turn entry: it reuses the thread's open session in the chat,
+closes one that has been silent past ``idle_timeout`` (so its handoff is written first), or creates a
+new one and delivers the previous session's handoff to it. On start,
+:meth:`SessionManager.mark_open_sessions_interrupted` marks what a killed process left open.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import anyio
+
+from runtime.context.errors import IllegalSessionTransitionError, UnknownSessionError
+from runtime.context.handoffs import HandoffManager, HandoffRequest
+from runtime.context.tasks import OPEN_TASK_STATUSES
+from runtime.kernel.ids import IdFactory, counter_ids
+from runtime.store.protocol import Store
+from runtime.store.records import (
+    OPEN_SESSION_STATES,
+    Handoff,
+    Session,
+    SessionState,
+    TopicThread,
+    TranscriptArchive,
+)
+
+__all__ = [
+    "CloseReason",
+    "ClosedSession",
+    "InterruptKind",
+    "OpenedSession",
+    "SessionManager",
+    "SessionManagerStatistics",
+    "SessionSettings",
+    "interruption_lines",
+]
+
+_S = SessionState
+_ALLOWED: Mapping[SessionState, frozenset[SessionState]] = {
+    _S.ACTIVE: frozenset({_S.ACTIVE, _S.IDLE, _S.INTERRUPTED, _S.CLOSED}),
+    _S.IDLE: frozenset({_S.ACTIVE, _S.INTERRUPTED, _S.CLOSED}),
+    _S.INTERRUPTED: frozenset({_S.ACTIVE, _S.INTERRUPTED, _S.CLOSED}),
+    _S.CLOSED: frozenset({_S.HANDOFF_WRITTEN}),
+    _S.HANDOFF_WRITTEN: frozenset(),
+}
+
+
+class InterruptKind(StrEnum):
+    USER = "user"
+    PROCESS_EXIT = "process_exit"
+    TOOL = "tool"
+
+
+class CloseReason(StrEnum):
+    IDLE = "idle"
+    MANUAL = "manual"
+    SHUTDOWN = "shutdown"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """Durations in seconds; the ``*_max`` caps bound what a session record keeps."""
+
+    idle_after: float = 300.0
+    idle_timeout: float = 1_800.0
+    dialogue_max: int = 20
+    actions_max: int = 8
+    interruptions_max: int = 8
+    transcript_limit: int = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedSession:
+    session: Session
+    handoff: Handoff
+    transcript: TranscriptArchive
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedSession:
+    """``handoff`` is the previous session's handoff, delivered to this one when it was created."""
+
+    session: Session
+    created: bool
+    resumed: bool
+    handoff: Handoff | None = None
+    closed_previous: ClosedSession | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionManagerStatistics:
+    created: int
+    resumed: int
+    interrupted: int
+    closed: tuple[tuple[str, int], ...]
+    handoffs_delivered: int
+
+
+def interruption_lines(session: Session) -> tuple[str, ...]:
+    """Interruption records as the SessionSlot shows them."""
+    lines = []
+    for record in session.interruptions:
+        note = str(record.get("note") or "")
+        lines.append(f"{record.get('kind', '?')}" + (f"：{note}" if note else ""))
+    return tuple(lines)
+
+
+def _stamp(when: float) -> str:
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+class SessionManager:
+    """Creates, updates, interrupts and closes sessions; every change is written through to the store."""
+
+    __slots__ = ("_closed", "_counts", "_handoffs", "_ids", "_lock", "_settings", "_store")
+
+    def __init__(
+        self,
+        store: Store,
+        handoffs: HandoffManager,
+        *,
+        settings: SessionSettings | None = None,
+        ids: IdFactory | None = None,
+    ) -> None:
+        self._store = store
+        self._handoffs = handoffs
+        self._settings = settings or SessionSettings()
+        self._ids = ids or counter_ids()
+        self._lock: anyio.Lock | None = None
+        self._counts: Counter[str] = Counter()
+        self._closed: Counter[str] = Counter()
+
+    def _guard(self) -> anyio.Lock:
+        # Made on first use, inside the event loop; serialises open/close so one chat never gets two.
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        return self._lock
+
+    @property
+    def handoffs(self) -> HandoffManager:
+        return self._handoffs
+
+    async def get(self, session_id: str) -> Session:
+        session = await self._store.get_session(session_id)
+        if session is None:
+            raise UnknownSessionError(session_id)
+        return session
+
+    async def _move(self, session: Session, state: SessionState, now: float, **changes: Any) -> Session:
+        if state not in _ALLOWED[session.state]:
+            raise IllegalSessionTransitionError(session.id, session.state.value, state.value)
+        moved = replace(session, state=state, updated_at=max(now, session.updated_at), **changes)
+        await self._store.upsert_session(moved)
+        return moved
+
+    # -- per turn ----------------------------------------------------------------------------------
+
+    async def open(
+        self,
+        thread: TopicThread,
+        chat_id: str,
+        *,
+        now: float,
+        screen_context: Mapping[str, Any] | None = None,
+    ) -> OpenedSession:
+        """The session this turn belongs to: the open one, woken or resumed, or a new one."""
+        async with self._guard():
+            open_ = await self._store.list_sessions(
+                topic_thread_id=thread.id, chat_id=chat_id, states=OPEN_SESSION_STATES
+            )
+            closed_previous = None
+            for stale in open_[1:]:  # never expected; close rather than keep two windows open
+                await self._close(stale, now=now, reason=CloseReason.MANUAL, use_model=False)
+            if open_:
+                current = open_[0]
+                if now - current.updated_at <= self._settings.idle_timeout:
+                    resumed = current.state is not SessionState.ACTIVE
+                    changes: dict[str, Any] = {}
+                    if screen_context is not None:
+                        changes["screen_context"] = dict(screen_context)
+                    current = await self._move(current, SessionState.ACTIVE, now, **changes)
+                    self._counts["resumed" if resumed else "reused"] += 1
+                    return OpenedSession(current, created=False, resumed=resumed)
+                closed_previous = await self._close(current, now=now, reason=CloseReason.IDLE)
+            session = Session(
+                id=self._ids("sess"),
+                topic_thread_id=thread.id,
+                chat_id=chat_id,
+                state=SessionState.ACTIVE,
+                started_at=now,
+                updated_at=now,
+                screen_context=dict(screen_context or {}),
+            )
+            await self._store.upsert_session(session)
+            self._counts["created"] += 1
+            handoff = await self._handoffs.pending_for(thread.id, chat_id)
+            if handoff is not None:
+                handoff = await self._handoffs.deliver(handoff, session.id)
+            return OpenedSession(
+                session, created=True, resumed=False, handoff=handoff, closed_previous=closed_previous
+            )
+
+    async def record_turn(
+        self,
+        session_id: str,
+        *,
+        now: float,
+        dialogue: tuple[str, ...] = (),
+        actions: tuple[str, ...] = (),
+        resume_point: str | None = None,
+        screen_context: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """After an input or an output: recent dialogue and actions (capped), resume point, surface."""
+        session = await self.get(session_id)
+        cfg = self._settings
+        changes: dict[str, Any] = {
+            "recent_dialogue": (session.recent_dialogue + dialogue)[-cfg.dialogue_max :]
+            if cfg.dialogue_max
+            else (),
+            "recent_actions": (session.recent_actions + actions)[-cfg.actions_max :]
+            if cfg.actions_max
+            else (),
+        }
+        if resume_point is not None:
+            changes["resume_point"] = resume_point
+        if screen_context is not None:
+            changes["screen_context"] = dict(screen_context)
+        target = SessionState.ACTIVE if session.state in OPEN_SESSION_STATES else session.state
+        return await self._move(session, target, now, **changes)
+
+    async def interrupt(
+        self,
+        session_id: str,
+        *,
+        now: float,
+        kind: InterruptKind,
+        note: str = "",
+        resume_point: str | None = None,
+    ) -> Session:
+        """Record an interruption and where to resume; the next turn resumes the session."""
+        session = await self.get(session_id)
+        record = {"kind": kind.value, "at": now, "note": note}
+        interruptions = (*session.interruptions, record)[-self._settings.interruptions_max :]
+        changes: dict[str, Any] = {"interruptions": interruptions}
+        if resume_point is not None:
+            changes["resume_point"] = resume_point
+        self._counts["interrupted"] += 1
+        return await self._move(session, SessionState.INTERRUPTED, now, **changes)
+
+    # -- closing -----------------------------------------------------------------------------------
+
+    async def close(
+        self, session_id: str, *, now: float, reason: CloseReason = CloseReason.MANUAL, use_model: bool = True
+    ) -> ClosedSession:
+        async with self._guard():
+            return await self._close(await self.get(session_id), now=now, reason=reason, use_model=use_model)
+
+    async def _close(
+        self, session: Session, *, now: float, reason: CloseReason, use_model: bool = True
+    ) -> ClosedSession:
+        session = await self._move(session, SessionState.CLOSED, now, ended_at=now)
+        transcript = await self._archive(session, now)
+        thread = await self._store.get_topic_thread(session.topic_thread_id)
+        tasks = await self._store.list_tasks(
+            topic_thread_id=session.topic_thread_id, statuses=OPEN_TASK_STATUSES, limit=5
+        )
+        request = HandoffRequest(
+            session_id=session.id,
+            topic_thread_id=session.topic_thread_id,
+            thread_title=thread.title if thread is not None else session.topic_thread_id,
+            chat_id=session.chat_id,
+            dialogue=session.recent_dialogue,
+            actions=session.recent_actions,
+            open_tasks=tuple(t.title for t in tasks),
+            interruptions=interruption_lines(session),
+            resume_point=session.resume_point,
+            close_reason=reason.value,
+        )
+        handoff = await self._handoffs.write(request, now=now, use_model=use_model)
+        session = await self._move(session, SessionState.HANDOFF_WRITTEN, now)
+        self._closed[reason.value] += 1
+        return ClosedSession(session, handoff, transcript)
+
+    async def _archive(self, session: Session, now: float) -> TranscriptArchive:
+        """The whole transcript: the chat's messages of this topic since the session began."""
+        messages = await self._store.topic_messages(
+            session.topic_thread_id, chat_id=session.chat_id, limit=self._settings.transcript_limit
+        )
+        lines = [
+            f"[{_stamp(m.time)}] {'(bot) ' if m.from_self else ''}{m.sender_name or m.sender_id}: {m.text}"
+            for m in messages
+            if m.chat_id == session.chat_id and session.started_at <= m.time <= now
+        ]
+        if not lines:
+            lines = list(session.recent_dialogue)
+        archive = TranscriptArchive(
+            session_id=session.id,
+            topic_thread_id=session.topic_thread_id,
+            chat_id=session.chat_id,
+            content="\n".join(lines),
+            created_at=now,
+        )
+        await self._store.save_transcript(archive)
+        return archive
+
+    async def sweep(self, now: float) -> list[ClosedSession]:
+        """Mark silent sessions idle and close those silent past the timeout (call periodically)."""
+        closed: list[ClosedSession] = []
+        async with self._guard():
+            for session in await self._store.list_sessions(states=OPEN_SESSION_STATES):
+                silent = now - session.updated_at
+                if silent > self._settings.idle_timeout:
+                    closed.append(await self._close(session, now=now, reason=CloseReason.IDLE))
+                elif silent > self._settings.idle_after and session.state is SessionState.ACTIVE:
+                    # Keep updated_at: idleness is measured from the last turn, not from this mark.
+                    idle = replace(session, state=SessionState.IDLE)
+                    await self._store.upsert_session(idle)
+        return closed
+
+    async def close_all(
+        self, now: float, *, reason: CloseReason = CloseReason.SHUTDOWN, use_model: bool = False
+    ) -> list[ClosedSession]:
+        """Close every open session (a clean shutdown); the fallback digest by default, for speed."""
+        async with self._guard():
+            return [
+                await self._close(s, now=now, reason=reason, use_model=use_model)
+                for s in await self._store.list_sessions(states=OPEN_SESSION_STATES)
+            ]
+
+    async def mark_open_sessions_interrupted(self, now: float) -> int:
+        """On start: sessions a killed process left active or idle become interrupted (process exit)."""
+        count = 0
+        for session in await self._store.list_sessions(states=(SessionState.ACTIVE, SessionState.IDLE)):
+            record = {"kind": InterruptKind.PROCESS_EXIT.value, "at": now, "note": "进程退出，会话未正常关闭"}
+            interruptions = (*session.interruptions, record)[-self._settings.interruptions_max :]
+            await self._store.upsert_session(
+                replace(session, state=SessionState.INTERRUPTED, interruptions=interruptions)
+            )
+            count += 1
+        self._counts["interrupted"] += count
+        return count
+
+    def statistics(self) -> SessionManagerStatistics:
+        return SessionManagerStatistics(
+            created=self._counts["created"],
+            resumed=self._counts["resumed"],
+            interrupted=self._counts["interrupted"],
+            closed=tuple(sorted(self._closed.items())),
+            handoffs_delivered=self._handoffs.statistics().delivered,
+        )
