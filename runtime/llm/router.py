@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 
 from runtime.config.models import ROLES, ModelsConfig, ProviderConfig, Role
+from runtime.config.schema import GreyWindConfig
 from runtime.llm.client import ChatClient, RetryPolicy
 from runtime.llm.errors import FallbackExhaustedError, LLMError, ModelUnavailableError, NotConfiguredError
 from runtime.llm.tokens import EstimatorStatistics, TokenEstimator, TokenLedger
@@ -184,6 +185,12 @@ class ModelRouter:
         if self.problem:
             log.warning("llm.config_problem", problem=self.problem, usable=[p.name for p in usable])
 
+    @classmethod
+    def from_config(cls, config: GreyWindConfig, **options: Any) -> ModelRouter:
+        """The router for a whole configuration: ``[models]`` plus ``memory_injection.compression_model``."""
+        options.setdefault("compression_model", config.memory_injection.compression_model)
+        return cls(config.models, **options)
+
     # -- routing -------------------------------------------------------------------------------------
 
     def chain(self, role: Role, prefer: str | None = None) -> tuple[ProviderConfig, ...]:
@@ -250,9 +257,16 @@ class ModelRouter:
             except LLMError as exc:
                 self._fail(role, provider, exc, failures)
                 continue
-            self._served(role, provider, result.usage, position, chat_id, result.attempts, result.latency)
-            if result.usage is not None:
-                self.estimator.observe(provider.model, raw, result.usage.prompt_tokens)
+            usage = result.usage
+            if usage is not None:
+                self.estimator.observe(provider.model, raw, usage.prompt_tokens)
+            else:
+                # Some providers omit usage; the ledger and its cap still need a (high-side) count.
+                spoken = result.text + "".join(call.name + call.raw for call in result.tool_calls)
+                prompt = estimate
+                completion = self.estimator.estimate_text(spoken, model=provider.model)
+                usage = Usage(prompt, completion, prompt + completion)
+            self._served(role, provider, usage, position, chat_id, result.attempts, result.latency)
             return result
         self._failed += 1
         raise FallbackExhaustedError(role, failures)

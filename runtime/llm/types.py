@@ -9,6 +9,7 @@ into a :class:`ChatResult`; nothing past that point sees a dict from the network
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -160,6 +161,18 @@ def _text_of(content: str | list[Any] | None) -> str:
     )
 
 
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
+
+
+def split_thinking(text: str) -> tuple[str, str | None]:
+    """Separate a leading ``<think>...</think>`` block (some reasoning models put it in ``content``),
+    so the thinking never reaches the chat as part of a reply."""
+    match = _THINK.match(text)
+    if match is None:
+        return text, None
+    return text[match.end() :], match.group(1).strip()
+
+
 def parse_tool_call(wire: WireToolCall, index: int) -> ToolCall:
     """Parse one tool call's arguments; a parse failure is kept on the value, not raised."""
     name = wire.function.name
@@ -188,8 +201,9 @@ def chat_result_from_wire(
 ) -> ChatResult:
     choice = wire.choices[0]
     calls = tuple(parse_tool_call(call, i) for i, call in enumerate(choice.message.tool_calls or ()))
+    text, thinking = split_thinking(_text_of(choice.message.content))
     return ChatResult(
-        text=_text_of(choice.message.content),
+        text=text,
         tool_calls=calls,
         finish_reason=choice.finish_reason,
         usage=Usage.from_wire(wire.usage),
@@ -197,7 +211,7 @@ def chat_result_from_wire(
         provider=provider,
         attempts=attempts,
         latency=latency,
-        reasoning=choice.message.reasoning_content,
+        reasoning=choice.message.reasoning_content or thinking,
     )
 
 

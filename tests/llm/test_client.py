@@ -307,3 +307,11 @@ async def test_embeddings_count_mismatch_is_a_bad_response(openai_server, make_c
     openai_server.push_embeddings({"embeddings": [[1.0, 0.0]]})
     with pytest.raises(BadResponseError, match="expected 2 embeddings"):
         await make_client().embed(["a", "b"])
+
+
+@pytest.mark.asyncio
+async def test_thinking_in_the_content_never_reaches_the_text(openai_server, make_client) -> None:
+    openai_server.push({"text": "<think>用户在问天气，我不知道实时天气。</think>\n我查不到实时天气哦。"})
+    result = await make_client().chat(USER)
+    assert result.text == "我查不到实时天气哦。"
+    assert result.reasoning == "用户在问天气，我不知道实时天气。"

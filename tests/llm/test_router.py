@@ -291,3 +291,35 @@ async def test_calls_are_logged_by_model_and_keys_never_are(
     )
     assert KEY not in repr(logs)
     assert second_server.chat_requests[0].headers["Authorization"] == f"Bearer {KEY}-2"
+
+
+@pytest.mark.asyncio
+async def test_a_provider_without_usage_still_counts_against_the_cap(openai_server, make_router) -> None:
+    ledger = TokenLedger(daily_cap_per_chat=40)
+    router = make_router(models(provider("terse", openai_server.base_url)), ledger=ledger)
+    openai_server.push({"text": "好的，我记住了。", "usage": False})
+    result = await router.chat(MESSAGES, chat_id="group:5")
+    assert result.usage is None
+    estimate = router.estimator.estimate_messages(MESSAGES)
+    assert ledger.used("group:5", "2026-11-30") >= estimate > 0
+    assert router.statistics().estimator.calibrations == ()  # nothing to calibrate from
+
+
+@pytest.mark.asyncio
+async def test_from_config_takes_the_compression_model_from_memory_injection(
+    openai_server, make_router
+) -> None:
+    config = parse_config(
+        {
+            "models": {
+                "providers": [provider("main", openai_server.base_url), provider("cheap", "http://x/v1")]
+            },
+            "memory_injection": {"compression_model": "cheap-model"},
+        }
+    )
+    router = ModelRouter.from_config(config, env={})
+    try:
+        assert router.compression_model == "cheap-model"
+        assert [p.name for p in router.chain("compression", router.compression_model)] == ["cheap", "main"]
+    finally:
+        await router.aclose()
