@@ -1,0 +1,314 @@
+"""``StoreWriter``: takes writes off the per-message path and commits them in batches.
+
+Producers ``await writer.put(item)`` (or ``put_nowait``); a background loop (``run``, started by the
+lifespan's task group, or ``async with writer``) gathers what arrived during one flush interval — or
+up to ``flush_max_items`` — and commits it with one ``store.write(batch)``: one transaction.
+
+Guarantees:
+
+- **Back-pressure, not loss.** The queue is bounded; a full queue makes ``put`` wait
+  (``put_nowait`` raises ``WriterFullError``). Nothing is dropped to make room.
+- **Failed writes are retried.** A ``StoreError`` (full disk, I/O error, a lock held too long) keeps
+  the batch and retries it with exponential backoff, forever, logging and counting each failure;
+  meanwhile the queue fills and producers wait. Any other exception means a record the store cannot
+  take (a payload that is not JSON, say): the batch is split until the bad item is alone, and that
+  one item is logged with its error and counted in ``rejected`` — never silently dropped.
+- **Shutdown flushes.** ``aclose()`` stops new writes, commits everything queued and returns; if the
+  store still refuses after ``close_timeout`` it raises ``WriterError`` naming how many items remain.
+- **The kill -9 bound.** Committed is durable (SQLite WAL). After ``kill -9``, what is missing is what
+  was queued since the last commit: at most one flush interval of items (plus the one commit that was
+  in flight). ``tests/store/test_kill.py`` checks this with a real killed process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+import structlog
+
+from runtime.config.store import StoreConfig
+from runtime.store.errors import StoreClosedError, StoreError, WriterError
+from runtime.store.protocol import Store
+from runtime.store.records import (
+    ActivationDone,
+    EventRecord,
+    MessageRecalled,
+    ScheduledActivation,
+    SpeechRecord,
+    StoredMessage,
+    ToolCallRecord,
+    TopicLink,
+    WriteItem,
+)
+
+log = structlog.get_logger("greywind.store.writer")
+
+_WRITE_TYPES = (
+    StoredMessage,
+    MessageRecalled,
+    TopicLink,
+    SpeechRecord,
+    EventRecord,
+    ScheduledActivation,
+    ActivationDone,
+    ToolCallRecord,
+)
+
+
+class WriterFullError(StoreError):
+    """Raised by ``put_nowait`` when the queue is full (``put`` waits instead)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriterStatistics:
+    queued: int
+    queue_max: int
+    in_flight: int
+    enqueued: int
+    written: int
+    batches: int
+    failures: int
+    rejected: int
+    max_batch: int
+    last_flush_seconds: float
+    last_error: str | None
+    running: bool
+    closed: bool
+
+
+class StoreWriter:
+    """Batches writes into one transaction per flush interval. See the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        flush_interval: float = 0.2,
+        flush_max_items: int = 500,
+        queue_max: int = 10_000,
+        retry_backoff: float = 0.2,
+        retry_backoff_max: float = 30.0,
+        close_timeout: float = 30.0,
+    ) -> None:
+        self._store = store
+        self._interval = flush_interval
+        self._max_items = flush_max_items
+        self._queue: asyncio.Queue[WriteItem] = asyncio.Queue(maxsize=queue_max)
+        self._queue_max = queue_max
+        self._retry_backoff = retry_backoff
+        self._retry_backoff_max = retry_backoff_max
+        self._close_timeout = close_timeout
+        self._arrived = asyncio.Event()  # something was queued (wakes an idle loop)
+        self._wake = asyncio.Event()  # commit now: flush(), a full batch, or closing
+        self._flush_upto = 0
+        self._progress = asyncio.Condition()
+        self._closing = False
+        self._closed = False
+        self._running = False
+        self._task: asyncio.Task[None] | None = None
+        self._in_flight = 0
+        self._enqueued = 0
+        self._done = 0  # written + rejected
+        self._written = 0
+        self._batches = 0
+        self._failures = 0
+        self._rejected = 0
+        self._max_batch = 0
+        self._last_flush = 0.0
+        self._last_error: str | None = None
+        self._give_up_at: float | None = None
+
+    @classmethod
+    def from_config(cls, store: Store, config: StoreConfig) -> StoreWriter:
+        return cls(
+            store,
+            flush_interval=config.flush_interval_ms / 1000,
+            flush_max_items=config.flush_max_items,
+            queue_max=config.queue_max,
+            retry_backoff=config.retry_backoff_ms / 1000,
+            retry_backoff_max=config.retry_backoff_max_ms / 1000,
+        )
+
+    # -- producers ------------------------------------------------------------------------------
+
+    def _accept(self, item: WriteItem) -> None:
+        if self._closing:
+            raise StoreClosedError("the store writer is closed")
+        if not isinstance(item, _WRITE_TYPES):
+            raise TypeError(f"not a write item: {item!r}")
+
+    def _enqueued_one(self) -> None:
+        self._enqueued += 1
+        self._arrived.set()
+        if self._queue.qsize() >= self._max_items:
+            self._wake.set()
+
+    async def put(self, item: WriteItem) -> None:
+        """Queue one write, waiting while the queue is full."""
+        self._accept(item)
+        await self._queue.put(item)
+        self._enqueued_one()
+
+    def put_nowait(self, item: WriteItem) -> None:
+        """Queue one write now; ``WriterFullError`` when the queue is full."""
+        self._accept(item)
+        try:
+            self._queue.put_nowait(item)
+        except asyncio.QueueFull:
+            raise WriterFullError(f"the store writer's queue is full ({self._queue_max} items)") from None
+        self._enqueued_one()
+
+    async def flush(self) -> None:
+        """Commit everything queued so far now, and wait until it is written (or rejected)."""
+        target = self._enqueued
+        self._flush_upto = max(self._flush_upto, target)
+        self._wake.set()
+        async with self._progress:
+            await self._progress.wait_for(lambda: self._done >= target or not self._running)
+        if self._done < target:
+            raise WriterError(target - self._done, "the writer is not running")
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """The writer loop: run it in the lifespan's task group. Returns after ``aclose``."""
+        self._running = True
+        try:
+            while True:
+                if self._queue.empty():
+                    if self._closing:
+                        return
+                    self._arrived.clear()
+                    await self._arrived.wait()
+                    continue
+                await self._gather_window()
+                batch = self._drain()
+                if batch:
+                    await self._commit(batch)
+        finally:
+            self._running = False
+            async with self._progress:
+                self._progress.notify_all()
+
+    async def _gather_window(self) -> None:
+        """Let one flush interval's worth of writes arrive (or until the batch is full or flushed)."""
+        self._wake.clear()
+        if self._closing or self._flush_upto > self._done or self._queue.qsize() >= self._max_items:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), self._interval)
+
+    def _drain(self) -> list[WriteItem]:
+        batch: list[WriteItem] = []
+        while len(batch) < self._max_items:
+            try:
+                batch.append(self._queue.get_nowait())
+            except asyncio.QueueEmpty:
+                break
+        return batch
+
+    async def _commit(self, batch: list[WriteItem]) -> None:
+        self._in_flight = len(batch)
+        try:
+            await self._write_with_retries(batch)
+        finally:
+            self._in_flight = 0
+        async with self._progress:
+            self._progress.notify_all()
+
+    async def _write_with_retries(self, batch: Sequence[WriteItem]) -> None:
+        delay = self._retry_backoff
+        while True:
+            started = time.perf_counter()
+            try:
+                await self._store.write(batch)
+            except StoreError as exc:
+                self._failure(exc, len(batch), delay)
+                if self._closing and self._give_up_at is not None and time.monotonic() >= self._give_up_at:
+                    raise WriterError(len(batch) + self._queue.qsize(), str(exc)) from exc
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self._retry_backoff_max)
+                continue
+            except Exception as exc:
+                # Not the store's fault: some record in the batch cannot be stored. Find it.
+                self._failure(exc, len(batch), 0.0)
+                if len(batch) == 1:
+                    self._rejected += 1
+                    self._done += 1
+                    log.error("store.write_rejected", item=repr(batch[0])[:300], error=repr(exc))
+                    return
+                half = len(batch) // 2
+                await self._write_with_retries(batch[:half])
+                await self._write_with_retries(batch[half:])
+                return
+            self._last_flush = time.perf_counter() - started
+            self._written += len(batch)
+            self._done += len(batch)
+            self._batches += 1
+            self._max_batch = max(self._max_batch, len(batch))
+            return
+
+    def _failure(self, exc: BaseException, size: int, retry_in: float) -> None:
+        self._failures += 1
+        self._last_error = f"{type(exc).__name__}: {exc}"
+        log.warning("store.write_failed", items=size, error=self._last_error, retry_in=retry_in)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Refuse new writes, commit what is queued, stop the loop (idempotent)."""
+        if self._closed:
+            return
+        self._closing = True
+        self._give_up_at = time.monotonic() + self._close_timeout
+        self._wake.set()
+        self._arrived.set()
+        try:
+            if self._task is not None:
+                await self._task
+            elif self._running:
+                async with self._progress:
+                    await self._progress.wait_for(lambda: not self._running)
+            elif not self._queue.empty():
+                # Never started (or already stopped): write what is left here.
+                await self.run()
+        finally:
+            self._closed = True
+            self._task = None
+        if not self._queue.empty():
+            raise WriterError(self._queue.qsize(), self._last_error or "the writer stopped early")
+
+    async def __aenter__(self) -> StoreWriter:
+        self._running = True  # so flush() right away waits for the loop instead of failing
+        self._task = asyncio.get_running_loop().create_task(self.run(), name="greywind-store-writer")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def statistics(self) -> WriterStatistics:
+        return WriterStatistics(
+            queued=self._queue.qsize(),
+            queue_max=self._queue_max,
+            in_flight=self._in_flight,
+            enqueued=self._enqueued,
+            written=self._written,
+            batches=self._batches,
+            failures=self._failures,
+            rejected=self._rejected,
+            max_batch=self._max_batch,
+            last_flush_seconds=self._last_flush,
+            last_error=self._last_error,
+            running=self._running,
+            closed=self._closed,
+        )

@@ -1,0 +1,189 @@
+"""The writer task: batching, back-pressure, retries, rejected records, shutdown flush."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from runtime.store.errors import StoreClosedError, StoreWriteError, WriterError
+from runtime.store.memory import MemoryStore
+from runtime.store.records import EventRecord, SpeechRecord, StoredMessage, WriteItem
+from runtime.store.sqlite import SqliteStore
+from runtime.store.writer import StoreWriter, WriterFullError
+
+pytestmark = pytest.mark.asyncio
+
+G1 = "group:1"
+
+
+def msg(i: int) -> StoredMessage:
+    return StoredMessage(G1, str(i), "u1", "Alice", float(i), f"消息{i}")
+
+
+class GatedStore(MemoryStore):
+    """Writes wait for the gate; each write's size is recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.sizes: list[int] = []
+
+    async def write(self, items: Sequence[WriteItem]) -> None:
+        await self.gate.wait()
+        self.sizes.append(len(items))
+        await super().write(items)
+
+
+class FlakyStore(MemoryStore):
+    """The first ``fail`` writes fail like a full disk."""
+
+    def __init__(self, fail: int) -> None:
+        super().__init__()
+        self.fail = fail
+
+    async def write(self, items: Sequence[WriteItem]) -> None:
+        if self.fail > 0:
+            self.fail -= 1
+            raise StoreWriteError("database or disk is full")
+        await super().write(items)
+
+
+async def stored_ids(store: MemoryStore) -> list[str]:
+    return [m.message_id for m in await store.list_messages(G1, limit=100_000)]
+
+
+async def test_one_transaction_per_window() -> None:
+    store = GatedStore()
+    async with StoreWriter(store, flush_interval=5.0) as writer:
+        for i in range(10):
+            await writer.put(msg(i))
+        await writer.flush()
+        assert store.sizes == [10]
+        assert await stored_ids(store) == [str(i) for i in range(10)]
+    await store.close()
+
+
+async def test_items_are_committed_within_an_interval_without_flush() -> None:
+    store = MemoryStore()
+    async with StoreWriter(store, flush_interval=0.05) as writer:
+        await writer.put(msg(1))
+        for _ in range(200):
+            if await store.get_message(G1, "1"):
+                break
+            await asyncio.sleep(0.01)
+        assert await store.get_message(G1, "1") is not None
+        assert writer.statistics().written == 1
+    await store.close()
+
+
+async def test_a_full_batch_is_committed_before_the_interval_ends() -> None:
+    store = GatedStore()
+    async with StoreWriter(store, flush_interval=30.0, flush_max_items=5) as writer:
+        for i in range(5):
+            await writer.put(msg(i))
+        for _ in range(200):
+            if store.sizes:
+                break
+            await asyncio.sleep(0.01)
+        assert store.sizes == [5]
+    await store.close()
+
+
+async def test_full_queue_makes_producers_wait_and_loses_nothing() -> None:
+    store = GatedStore()
+    store.gate.clear()
+    async with StoreWriter(store, flush_interval=0.01, flush_max_items=2, queue_max=2) as writer:
+        for i in range(2):
+            await writer.put(msg(i))
+        await asyncio.sleep(0.05)  # the loop takes both and blocks on the gate
+        for i in range(2, 4):
+            await writer.put(msg(i))
+        with pytest.raises(WriterFullError):
+            writer.put_nowait(msg(99))
+        blocked = asyncio.ensure_future(writer.put(msg(4)))
+        await asyncio.sleep(0.05)
+        assert not blocked.done()
+        assert writer.statistics().queued == 2
+        store.gate.set()
+        await blocked
+        await writer.flush()
+    assert await stored_ids(store) == [str(i) for i in range(5)]
+    await store.close()
+
+
+async def test_failed_writes_are_retried_and_counted() -> None:
+    store = FlakyStore(fail=3)
+    async with StoreWriter(store, flush_interval=0.01, retry_backoff=0.01) as writer:
+        for i in range(5):
+            await writer.put(msg(i))
+        await writer.flush()
+        stats = writer.statistics()
+    assert await stored_ids(store) == [str(i) for i in range(5)]
+    assert stats.failures == 3
+    assert stats.written == 5
+    assert "disk is full" in (stats.last_error or "")
+    await store.close()
+
+
+async def test_a_record_the_store_cannot_take_is_rejected_alone(tmp_path: Path) -> None:
+    store = await SqliteStore.open(tmp_path / "greywind.sqlite3")
+    bad = EventRecord("ev-1", "m", G1, None, (), (), 1.0, 1.0, 1.0, None, 0.0, "captured", {"x": object()})
+    try:
+        async with StoreWriter(store, flush_interval=1.0) as writer:
+            await writer.put(msg(1))
+            await writer.put(bad)
+            await writer.put(SpeechRecord(G1, 2.0))
+            await writer.put(msg(2))
+            await writer.flush()
+            stats = writer.statistics()
+        assert stats.rejected == 1
+        assert stats.written == 3
+        assert [m.message_id for m in await store.list_messages(G1)] == ["1", "2"]
+        assert len(await store.recent_speeches(G1, since=0.0)) == 1
+        assert await store.get_event("ev-1") is None
+    finally:
+        await store.close()
+
+
+async def test_close_flushes_what_is_queued() -> None:
+    store = MemoryStore()
+    writer = StoreWriter(store, flush_interval=60.0)
+    async with writer:
+        for i in range(3):
+            writer.put_nowait(msg(i))
+    assert await stored_ids(store) == ["0", "1", "2"]
+    assert writer.statistics().closed
+    with pytest.raises(StoreClosedError):
+        await writer.put(msg(9))
+    await store.close()
+
+
+async def test_close_without_a_running_loop_still_writes() -> None:
+    store = MemoryStore()
+    writer = StoreWriter(store)
+    await writer.put(msg(1))
+    await writer.aclose()
+    assert await stored_ids(store) == ["1"]
+    await store.close()
+
+
+async def test_close_gives_up_loudly_when_the_store_keeps_failing() -> None:
+    store = FlakyStore(fail=10_000)
+    writer = StoreWriter(store, flush_interval=0.01, retry_backoff=0.01, close_timeout=0.1)
+    await writer.put(msg(1))
+    await writer.put(msg(2))
+    with pytest.raises(WriterError, match="2 unwritten"):
+        async with writer:
+            await asyncio.sleep(0.05)
+    assert writer.statistics().failures >= 2
+    await store.close()
+
+
+async def test_put_refuses_what_is_not_a_write_item() -> None:
+    writer = StoreWriter(MemoryStore())
+    with pytest.raises(TypeError):
+        await writer.put("hello")  # type: ignore[arg-type]
