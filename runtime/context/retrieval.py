@@ -1,0 +1,384 @@
+"""RetrievalEngine: the few pieces of history worth putting in front of the model (seed 000 §10).
+
+Sources, each giving candidates with a confidence in 0..1:
+
+- **direct association** — this topic thread's concluded tasks (what was decided), its thread-scoped
+  memories, its own earlier messages;
+- **structured filters** — memories by type, tags, time and importance, when the caller asks;
+- **full-text search** — memories and this chat's messages, through the store's jieba index. The input
+  is cut into content words and each of the longest few is searched on its own, so a long question
+  still finds a memory that shares only some of its words; a candidate's confidence grows with the
+  share of the input's words it covers;
+- **embeddings** — when an :class:`Embedder` is configured: cosine similarity in numpy over the
+  stored vectors of the allowed scopes (this Python's SQLite cannot load a vector extension).
+
+The best ``max_items`` (2–5, seed §10.4) above ``min_confidence`` are kept; fewer when fewer are
+relevant — never padded. The latest handoff and the vision are slots of their own, not retrieved here.
+
+Scope: memories never cross chats unless their scope says so. A query in chat C of topic thread T sees
+identity and SOP memories (global), C's chat memories, T's thread memories, the memories of T's tasks,
+and a user's own memories only in that user's private chat. Messages are searched in C only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import structlog
+
+from runtime.context.lexical import lexical_score, query_terms
+from runtime.context.packet import RetrievedSlot
+from runtime.store.protocol import MemoryScope, Store
+from runtime.store.records import Memory, ScopeType, StoredMessage
+
+__all__ = [
+    "Embedder",
+    "RetrievalEngine",
+    "RetrievalQuery",
+    "RetrievalSettings",
+    "RetrievalStatistics",
+    "memory_scopes",
+]
+
+log = structlog.get_logger("greywind.context")
+
+_CONTENT_CHARS = 240
+
+
+class Embedder(Protocol):
+    """The embeddings endpoint: one vector per text, in order."""
+
+    async def embed(self, texts: Sequence[str]) -> list[Sequence[float]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalQuery:
+    """One retrieval. ``exclude_message_ids`` are already in the packet (the session's dialogue)."""
+
+    chat_id: str
+    text: str
+    topic_thread_id: str | None = None
+    sender_id: str | None = None
+    exclude_message_ids: frozenset[str] = frozenset()
+    memory_types: tuple[str, ...] | None = None
+    tags: tuple[str, ...] | None = None
+    since: float | None = None
+    min_importance: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    max_items: int = 5
+    min_confidence: float = 0.15
+    per_source: int = 6
+    keywords_max: int = 4
+    embedding_model: str | None = None
+    min_cosine: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.max_items <= 5:
+            raise ValueError(f"max_items must be 2..5 (seed 000 §10.4), got {self.max_items}")
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalStatistics:
+    queries: int
+    items_returned: int
+    by_source: tuple[tuple[str, int], ...]
+    embed_failures: int
+
+
+def memory_scopes(
+    chat_id: str, *, topic_thread_id: str | None, sender_id: str | None, task_ids: Sequence[str] = ()
+) -> tuple[MemoryScope, ...]:
+    """The memory scopes a turn in ``chat_id`` may see (see the module docstring)."""
+    scopes: list[MemoryScope] = [(ScopeType.IDENTITY, ""), (ScopeType.SOP, ""), (ScopeType.CHAT, chat_id)]
+    if topic_thread_id is not None:
+        scopes.append((ScopeType.THREAD, topic_thread_id))
+    scopes.extend((ScopeType.TASK, task_id) for task_id in task_ids)
+    if sender_id is not None and chat_id == f"private:{sender_id}":
+        scopes.append((ScopeType.USER, sender_id))
+    return tuple(scopes)
+
+
+@dataclass(slots=True)
+class _Candidate:
+    slot: RetrievedSlot
+    source: str
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _CONTENT_CHARS else text[: _CONTENT_CHARS - 1] + "…"
+
+
+def _keywords(terms: tuple[str, ...], limit: int) -> tuple[str, ...]:
+    """The longest few content words; one-character words only when there is nothing longer."""
+    longer = [t for t in terms if len(t) >= 2]
+    chosen = longer or list(terms)
+    return tuple(sorted(dict.fromkeys(chosen), key=len, reverse=True)[:limit])
+
+
+def _coverage(keywords: tuple[str, ...], matched: set[str]) -> float:
+    total = sum(min(len(k), 4) for k in keywords)
+    return sum(min(len(k), 4) for k in keywords if k in matched) / total if total else 0.0
+
+
+class RetrievalEngine:
+    """Selects 2–5 relevant pieces of history for a packet, inside the turn's scopes."""
+
+    __slots__ = (
+        "_by_source",
+        "_embed_failures",
+        "_embedder",
+        "_items",
+        "_queries",
+        "_settings",
+        "_store",
+        "_vectors",
+    )
+
+    def __init__(
+        self, store: Store, *, settings: RetrievalSettings | None = None, embedder: Embedder | None = None
+    ) -> None:
+        self._store = store
+        self._settings = settings or RetrievalSettings()
+        self._embedder = embedder
+        self._queries = 0
+        self._items = 0
+        self._by_source: Counter[str] = Counter()
+        self._embed_failures = 0
+        # Stored vectors as one matrix per scope set, rebuilt when the number of memories changes.
+        self._vectors: dict[tuple[MemoryScope, ...], tuple[int, list[str], np.ndarray]] = {}
+
+    async def retrieve(self, query: RetrievalQuery) -> tuple[RetrievedSlot, ...]:
+        cfg = self._settings
+        self._queries += 1
+        terms = query_terms(query.text)
+        keywords = _keywords(terms, cfg.keywords_max)
+        tasks = (
+            await self._store.list_tasks(topic_thread_id=query.topic_thread_id, limit=20)
+            if query.topic_thread_id
+            else []
+        )
+        scopes = memory_scopes(
+            query.chat_id,
+            topic_thread_id=query.topic_thread_id,
+            sender_id=query.sender_id,
+            task_ids=[t.id for t in tasks],
+        )
+        found: dict[tuple[str, str], _Candidate] = {}
+
+        def offer(slot: RetrievedSlot, source: str) -> None:
+            key = (slot.source_type, slot.source_id)
+            old = found.get(key)
+            if old is None or slot.confidence > old.slot.confidence:
+                found[key] = _Candidate(slot, source)
+
+        if keywords:
+            await self._search_memories(query, keywords, scopes, offer)
+            await self._search_messages(query, keywords, offer)
+        for task in tasks:
+            if task.conclusion:
+                text = f"{task.title}：{task.conclusion}"
+                cover = lexical_score(terms, text.lower(), frozenset(query_terms(text))) if terms else 0.0
+                offer(
+                    RetrievedSlot(
+                        "task", task.id, "本线程任务的结论", _clip(text), round(0.4 + 0.5 * cover, 3)
+                    ),
+                    "task",
+                )
+        await self._filtered(query, scopes, terms, offer)
+        if self._embedder is not None and query.text.strip():
+            await self._by_embedding(query, scopes, offer)
+
+        ranked = sorted(
+            found.values(), key=lambda c: (-c.slot.confidence, c.slot.source_type, c.slot.source_id)
+        )
+        chosen: list[_Candidate] = []
+        seen_content: set[str] = set()
+        for candidate in ranked:
+            if candidate.slot.confidence < cfg.min_confidence or candidate.slot.content in seen_content:
+                continue
+            seen_content.add(candidate.slot.content)
+            chosen.append(candidate)
+            if len(chosen) == cfg.max_items:
+                break
+        self._items += len(chosen)
+        self._by_source.update(c.source for c in chosen)
+        return tuple(c.slot for c in chosen)
+
+    async def _search_memories(
+        self, query: RetrievalQuery, keywords: tuple[str, ...], scopes: tuple[MemoryScope, ...], offer: _Offer
+    ) -> None:
+        matched: dict[str, set[str]] = {}
+        memories: dict[str, Memory] = {}
+        for keyword in keywords:
+            for hit in await self._store.search_memories(
+                keyword, scopes=scopes, limit=self._settings.per_source
+            ):
+                matched.setdefault(hit.memory.id, set()).add(keyword)
+                memories[hit.memory.id] = hit.memory
+        for memory_id, words in matched.items():
+            memory = memories[memory_id]
+            direct = memory.scope_type is ScopeType.THREAD and memory.scope_id == query.topic_thread_id
+            confidence = 0.3 + 0.55 * _coverage(keywords, words) + 0.1 * min(max(memory.importance, 0.0), 1.0)
+            confidence += 0.05 if direct else 0.0
+            where = "本线程记忆" if direct else f"{memory.scope_type.value} 记忆"
+            reason = f"{where}，含“{'、'.join(sorted(words))}”"
+            offer(
+                RetrievedSlot(
+                    memory.memory_type,
+                    memory.id,
+                    reason,
+                    _clip(memory.content),
+                    round(min(confidence, 1.0), 3),
+                ),
+                "memory",
+            )
+
+    async def _search_messages(self, query: RetrievalQuery, keywords: tuple[str, ...], offer: _Offer) -> None:
+        matched: dict[str, set[str]] = {}
+        messages: dict[str, StoredMessage] = {}
+        for keyword in keywords:
+            hits = await self._store.search_messages(
+                keyword, chat_ids=(query.chat_id,), limit=self._settings.per_source
+            )
+            for hit in hits:
+                message = hit.message
+                if message.message_id in query.exclude_message_ids or message.chat_id != query.chat_id:
+                    continue
+                matched.setdefault(message.message_id, set()).add(keyword)
+                messages[message.message_id] = message
+        for message_id, words in matched.items():
+            message = messages[message_id]
+            same_topic = (
+                query.topic_thread_id is not None and message.topic_thread_id == query.topic_thread_id
+            )
+            confidence = 0.25 + 0.5 * _coverage(keywords, words) + (0.1 if same_topic else 0.0)
+            speaker = "灰风自己" if message.from_self else (message.sender_name or message.sender_id)
+            reason = f"{'本线程' if same_topic else '本群'}的历史消息，含“{'、'.join(sorted(words))}”"
+            offer(
+                RetrievedSlot(
+                    "message",
+                    f"{message.chat_id}/{message_id}",
+                    reason,
+                    _clip(f"{speaker}: {message.text}"),
+                    round(confidence, 3),
+                ),
+                "message",
+            )
+
+    async def _filtered(
+        self, query: RetrievalQuery, scopes: tuple[MemoryScope, ...], terms: tuple[str, ...], offer: _Offer
+    ) -> None:
+        filtered = any(
+            f is not None for f in (query.memory_types, query.tags, query.since, query.min_importance)
+        )
+        if filtered:
+            memories = await self._store.list_memories(
+                scopes=scopes,
+                memory_types=query.memory_types,
+                tags=query.tags,
+                since=query.since,
+                min_importance=query.min_importance,
+                limit=self._settings.per_source,
+            )
+            reason = "按类型/标签/时间/重要度筛选"
+        elif query.topic_thread_id is not None:
+            memories = await self._store.list_memories(
+                scopes=[(ScopeType.THREAD, query.topic_thread_id)],
+                min_importance=0.7,
+                limit=self._settings.per_source,
+            )
+            reason = "本线程的重要记忆"
+        else:
+            return
+        for memory in memories:
+            cover = (
+                lexical_score(terms, memory.content.lower(), frozenset(query_terms(memory.content)))
+                if terms
+                else 0.0
+            )
+            confidence = 0.3 + 0.3 * min(max(memory.importance, 0.0), 1.0) + 0.3 * cover
+            offer(
+                RetrievedSlot(
+                    memory.memory_type, memory.id, reason, _clip(memory.content), round(confidence, 3)
+                ),
+                "filter",
+            )
+
+    async def _by_embedding(
+        self, query: RetrievalQuery, scopes: tuple[MemoryScope, ...], offer: _Offer
+    ) -> None:
+        assert self._embedder is not None
+        try:
+            vectors = await self._embedder.embed([query.text])
+            probe = np.asarray(vectors[0], dtype=np.float32)
+        except Exception as exc:  # a failing endpoint costs the semantic layer, not the packet
+            self._embed_failures += 1
+            log.warning("retrieval_embed_failed", chat_id=query.chat_id, error=repr(exc))
+            return
+        ids, matrix = await self._matrix(scopes)
+        if not ids or matrix.shape[1] != probe.shape[0]:
+            return
+        norm = float(np.linalg.norm(probe)) or 1.0
+        cosines = matrix @ (probe / norm)
+        top = np.argsort(-cosines)[: self._settings.per_source]
+        for index in top:
+            cosine = float(cosines[index])
+            if cosine < self._settings.min_cosine:
+                break
+            memory = await self._store.get_memory(ids[index])
+            if memory is not None:
+                offer(
+                    RetrievedSlot(
+                        memory.memory_type,
+                        memory.id,
+                        f"语义相近（余弦 {cosine:.2f}）",
+                        _clip(memory.content),
+                        round(cosine, 3),
+                    ),
+                    "embedding",
+                )
+
+    async def _matrix(self, scopes: tuple[MemoryScope, ...]) -> tuple[list[str], np.ndarray]:
+        version = await self._store.count_memories()
+        cached = self._vectors.get(scopes)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        rows = await self._store.load_memory_vectors(scopes=scopes, model=self._settings.embedding_model)
+        ids: list[str] = []
+        arrays: list[np.ndarray] = []
+        for row in rows:
+            vector = np.frombuffer(row.data, dtype="<f4")
+            if arrays and vector.shape != arrays[0].shape:
+                continue  # a vector from another model's dimension
+            ids.append(row.memory_id)
+            arrays.append(vector)
+        if arrays:
+            matrix = np.vstack(arrays).astype(np.float32)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix = (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        if len(self._vectors) > 64:
+            self._vectors.clear()
+        self._vectors[scopes] = (version, ids, matrix)
+        return ids, matrix
+
+    def statistics(self) -> RetrievalStatistics:
+        return RetrievalStatistics(
+            queries=self._queries,
+            items_returned=self._items,
+            by_source=tuple(sorted(self._by_source.items())),
+            embed_failures=self._embed_failures,
+        )
+
+
+class _Offer(Protocol):
+    def __call__(self, slot: RetrievedSlot, source: str) -> None: ...
