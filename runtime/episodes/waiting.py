@@ -39,6 +39,7 @@ class _Parked:
     episode: Episode
     event_id: str
     at: float
+    forced: bool = False
     news: list[ChatMessage] = field(default_factory=list)
 
 
@@ -61,16 +62,20 @@ class WaitingRoom:
     def __contains__(self, episode_id: object) -> bool:
         return episode_id in self._parked
 
-    def park(self, episode: Episode, now: float) -> str:
-        """Schedule ``episode``'s resumption at its ``wait_until``; returns the activation's id."""
+    def park(self, episode: Episode, now: float, *, forced: bool = False) -> str:
+        """Schedule ``episode``'s resumption at its ``wait_until``; returns the activation's id.
+
+        ``forced`` marks the activation as a reply to someone who addressed the bot (``payload
+        ["forced"]``), so the kernel charges it to the forced budget like the message that began it.
+        """
         if episode.status is not EpisodeStatus.WAITING or episode.wait_until is None:
             raise IllegalTransition(f"episode {episode.id}", episode.status.value, "parked")
         old = self._parked.pop(episode.id, None)
         if old is not None:
             self._sink.cancel(old.event_id, now)
         at = max(now, episode.wait_until)
-        event_id = self._schedule(episode, at, now)
-        self._parked[episode.id] = _Parked(episode, event_id, at)
+        event_id = self._schedule(episode, at, now, forced)
+        self._parked[episode.id] = _Parked(episode, event_id, at, forced)
         self._counts["parked"] += 1
         return event_id
 
@@ -93,7 +98,7 @@ class WaitingRoom:
             if at >= parked.at:
                 continue
             self._sink.cancel(parked.event_id, now)
-            parked.event_id = self._schedule(ep, at, now)
+            parked.event_id = self._schedule(ep, at, now, parked.forced)
             parked.at = at
             self._counts["woken_early"] += 1
             woken.append(ep.id)
@@ -117,11 +122,11 @@ class WaitingRoom:
         self._counts["expired"] += 1
         return parked.episode.transition(EpisodeStatus.EXPIRED, now, reason=reason)
 
-    def restore(self, episode: Episode, event_id: str) -> None:
+    def restore(self, episode: Episode, event_id: str, *, forced: bool = False) -> None:
         """Put back a parked episode after a restart (its activation restored by the kernel)."""
         if episode.status is not EpisodeStatus.WAITING or episode.wait_until is None:
             raise IllegalTransition(f"episode {episode.id}", episode.status.value, "parked")
-        self._parked[episode.id] = _Parked(episode, event_id, episode.wait_until)
+        self._parked[episode.id] = _Parked(episode, event_id, episode.wait_until, forced)
 
     def waiting(self) -> list[Episode]:
         return [p.episode for p in self._parked.values()]
@@ -133,10 +138,13 @@ class WaitingRoom:
     def statistics(self) -> WaitingStatistics:
         return WaitingStatistics(waiting=len(self._parked), **self._counts)
 
-    def _schedule(self, episode: Episode, at: float, now: float) -> str:
+    def _schedule(self, episode: Episode, at: float, now: float, forced: bool) -> str:
+        payload: dict[str, object] = {"episode_id": episode.id}
+        if forced:
+            payload["forced"] = True
         scheduled = self._sink.schedule_activation(
             RESUME_KIND, episode.chat_id, now=now, not_before=at,
             deadline=at + self._settings.resume_grace, priority=self._priority,
-            thread_id=episode.thread_id, payload={"episode_id": episode.id},
+            thread_id=episode.thread_id, payload=payload,
         )
         return scheduled.id
