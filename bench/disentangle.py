@@ -53,6 +53,11 @@ FIRST_SCORED = 1000
 _MESSAGE = re.compile(r"^\[(\d\d):(\d\d)\] <([^>]+)> ?(.*)$")
 _ACTION = re.compile(r"^\[(\d\d):(\d\d)\]\s+\* (\S+) ?(.*)$")
 _ADDRESS = re.compile(r"^\s*@?([^\s:,]+)\s*[:,]")
+# A nick-like token; known speakers' nicks anywhere in a line count as mentions (IRC clients
+# highlight them, as QQ shows an @ segment wherever it sits in a message). Short nicks are left out
+# because they collide with ordinary words.
+_MIN_NICK_ANYWHERE = 3
+_NICKISH = re.compile(r"[A-Za-z0-9_\-\[\]\\^{}|`]+")
 _RENAME = re.compile(r"^=== (\S+) is now known as (\S+)")
 
 Clusters = dict[str, list[int]]  # cluster key -> message ids
@@ -78,8 +83,12 @@ def _wrap(backwards: int) -> int:
     return 12 * 60 if backwards <= 12 * 60 else 24 * 60
 
 
-def parse_log(stem: str, lines: Sequence[str]) -> list[Line]:
-    """The lines of one log as chat messages (system lines as ``None``), in order."""
+def parse_log(stem: str, lines: Sequence[str], *, anywhere: bool = True) -> list[Line]:
+    """The lines of one log as chat messages (system lines as ``None``), in order.
+
+    Mentions: ``nick: text`` / ``nick, text`` for a nick that has spoken before; with ``anywhere``,
+    also such a nick (3+ characters) anywhere in the text.
+    """
     out: list[Line] = []
     aliases: dict[str, str] = {}  # current nick (lower) -> stable sender id
     speakers: set[str] = set()
@@ -106,12 +115,19 @@ def parse_log(stem: str, lines: Sequence[str]) -> list[Line]:
         now = float(minute * 60)
         nick_key = nick.lower()
         sender = aliases.setdefault(nick_key, nick_key)
-        mentions: tuple[str, ...] = ()
+        mentions: list[str] = []
         addressed = _ADDRESS.match(text)
         if addressed:
             target = addressed.group(1).lower()
             if target in speakers and target != nick_key:
-                mentions = (aliases.get(target, target),)
+                mentions.append(aliases.get(target, target))
+        if anywhere:
+            for token in _NICKISH.findall(text):
+                target = token.lower()
+                if len(target) >= _MIN_NICK_ANYWHERE and target in speakers and target != nick_key:
+                    who = aliases.get(target, target)
+                    if who not in mentions:
+                        mentions.append(who)
         speakers.add(nick_key)
         message = ChatMessage(
             message_id=str(index),
@@ -121,7 +137,7 @@ def parse_log(stem: str, lines: Sequence[str]) -> list[Line]:
             sender_name=nick,
             time=now,
             text=text,
-            mentions=mentions,
+            mentions=tuple(mentions),
         )
         out.append(Line(index, message))
     return out
@@ -338,7 +354,7 @@ def score(pairs: Sequence[tuple[Clusters, Clusters]]) -> Scores:
 # -- the run -------------------------------------------------------------------------------------
 
 
-def load(data: Path) -> list[tuple[str, list[Line], Clusters]]:
+def load(data: Path, *, anywhere: bool = True) -> list[tuple[str, list[Line], Clusters]]:
     files = sorted(data.rglob("*.ascii.txt"))
     if not files:
         raise SystemExit(f"no *.ascii.txt files under {data}")
@@ -350,7 +366,7 @@ def load(data: Path) -> list[tuple[str, list[Line], Clusters]]:
             raise SystemExit(f"{ascii_path}: no {annotation.name} beside it")
         lines = ascii_path.read_text(encoding="utf-8", errors="replace").splitlines()
         gold = read_gold(annotation.read_text(encoding="utf-8").splitlines())
-        out.append((stem, parse_log(stem, lines), gold))
+        out.append((stem, parse_log(stem, lines, anywhere=anywhere), gold))
     return out
 
 
@@ -359,10 +375,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of *.ascii.txt files")
     parser.add_argument("--out", type=Path, help="write clusters here, one conversation a line")
     parser.add_argument("--baseline", choices=["previous"], help="score a baseline instead of the tracker")
+    parser.add_argument(
+        "--mentions",
+        choices=["anywhere", "prefix"],
+        default="anywhere",
+        help="which nicks become @-mentions: anywhere in a line (default) or only `nick:` at its start",
+    )
     parser.add_argument("--runs", type=int, default=5, help="timed runs for the throughput median")
     args = parser.parse_args(argv)
 
-    corpus = load(args.data)
+    corpus = load(args.data, anywhere=args.mentions == "anywhere")
     settings = ThreadSettings.from_config(ThreadsConfig())
     pairs: list[tuple[Clusters, Clusters]] = []
     written: list[str] = []
@@ -378,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = score(pairs)
     name = f"baseline {args.baseline}" if args.baseline else "ThreadTracker (default [threads] config)"
     print(f"{name} on {args.data}: {len(corpus)} files, {messages} chat messages fed, "
-          f"{result.messages} scored")
+          f"{result.messages} scored, mentions: {args.mentions}")
     print(f"  1 - scaled VI   {result.one_minus_vi:6.1f}")
     print(f"  one-to-one      {result.one_to_one:6.1f}")
     print(f"  exact match     P {result.precision:5.1f}  R {result.recall:5.1f}  F {result.f1:5.1f}")

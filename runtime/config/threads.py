@@ -24,20 +24,20 @@ class ThreadsConfig(Section):
     # How strongly each signal pulls a message into a thread (scores add up; the best thread wins).
     # An @ of someone: towards the thread where the two last talked by @ (pair), or else where the
     # named person last spoke (mention).
-    weight_mention: float = Field(default=0.6, ge=0.0, le=10.0)
+    weight_mention: float = Field(default=1.0, ge=0.0, le=10.0)
     weight_pair: float = Field(default=1.5, ge=0.0, le=10.0)
     # The speaker's own latest thread, and the thread where the speaker was last @-ed; both fade to
     # nothing over their span, so someone back after a pause may open a new topic.
     weight_speaker: float = Field(default=0.6, ge=0.0, le=10.0)
-    weight_addressed: float = Field(default=0.6, ge=0.0, le=10.0)
+    weight_addressed: float = Field(default=0.4, ge=0.0, le=10.0)
     speaker_span_ms: int = Field(default=300_000, ge=1_000)
-    addressed_span_ms: int = Field(default=600_000, ge=1_000)
+    addressed_span_ms: int = Field(default=1_200_000, ge=1_000)
     weight_terms: float = Field(default=0.6, ge=0.0, le=10.0)
-    weight_recent: float = Field(default=0.2, ge=0.0, le=10.0)
+    weight_recent: float = Field(default=0.25, ge=0.0, le=10.0)
     # The score a thread needs for a message to join it rather than start a new thread. With
     # weight_recent >= join_threshold, recency alone joins the latest thread (ADR-0002's plain rule);
     # in busy groups that chains unrelated conversations, so by default it only adds to other signals.
-    join_threshold: float = Field(default=0.45, ge=0.0, le=10.0)
+    join_threshold: float = Field(default=0.4, ge=0.0, le=10.0)
     # Messages without a content word ("lol", "哈哈", a sticker) join the latest thread within the gap.
     chatter_joins_recent: bool = False
     # Bounds: live threads and remembered message ids per chat, threads scored per message, words kept

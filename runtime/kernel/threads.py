@@ -21,6 +21,7 @@ horizon are pruned. Chats never share threads.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Protocol
@@ -41,6 +42,11 @@ __all__ = [
 # Per-thread memory: the last message ids and participants kept for snapshots and scoring.
 _RECENT_MESSAGE_IDS = 32
 _MAX_PARTICIPANTS = 32
+# A chat silent this long forgets which thread its messages went to (a reply can revive a pruned
+# thread until then).
+_FORGET_CHAT_AFTER = 86_400.0
+# Term statistics of a chat cover roughly this many recent messages.
+_DF_WINDOW = 500
 
 
 class _ThreadsConfigLike(Protocol):
@@ -73,15 +79,15 @@ class ThreadSettings:
 
     gap: float = 300.0
     horizon: float = 1_800.0
-    weight_mention: float = 0.6
+    weight_mention: float = 1.0
     weight_pair: float = 1.5
     weight_speaker: float = 0.6
-    weight_addressed: float = 0.6
+    weight_addressed: float = 0.4
     weight_terms: float = 0.6
-    weight_recent: float = 0.2
-    join_threshold: float = 0.45
+    weight_recent: float = 0.25
+    join_threshold: float = 0.4
     speaker_span: float = 300.0
-    addressed_span: float = 600.0
+    addressed_span: float = 1_200.0
     chatter_joins_recent: bool = False
     max_threads_per_chat: int = 64
     max_messages_per_chat: int = 5_000
@@ -197,7 +203,7 @@ class _Thread:
 
 
 class _Chat:
-    __slots__ = ("addressed", "last_at", "messages", "pairs", "speakers", "threads")
+    __slots__ = ("addressed", "df", "docs", "last_at", "messages", "pairs", "speakers", "threads")
 
     def __init__(self) -> None:
         # Live threads, least recently active first.
@@ -209,6 +215,9 @@ class _Chat:
         # (user, user) sorted -> (thread id, when) of their last exchange by @. Oldest first.
         self.pairs: dict[tuple[str, str], tuple[str, float]] = {}
         self.last_at = float("-inf")
+        # How many recent messages used each term (halved now and then, so it forgets slowly).
+        self.df: dict[str, float] = {}
+        self.docs = 0.0
 
 
 def _remember(table: dict[str, tuple[str, float]], user: str, value: tuple[str, float], cap: int) -> None:
@@ -318,6 +327,7 @@ class ThreadTracker:
             if asked is not None and (own is None or asked[1] >= own[1]):
                 add(asked[0], s.weight_addressed * _fade(now - asked[1], s.addressed_span), "addressed")
 
+        weights, total = _idf(chat, terms) if terms else ((), 0.0)
         newest: _Thread | None = None
         for rank, thread in enumerate(reversed(threads.values())):
             if rank >= s.max_candidates or thread.last_at < horizon:
@@ -327,8 +337,8 @@ class ThreadTracker:
             idle = now - thread.last_at
             if idle <= s.gap:
                 add(thread.id, s.weight_recent * (1.0 - idle / s.gap) / (1 + rank), "recent")
-            if terms and thread.terms:
-                add(thread.id, s.weight_terms * _overlap(terms, thread.terms), "terms")
+            if weights and thread.terms:
+                add(thread.id, s.weight_terms * _overlap(weights, total, thread.terms), "terms")
 
         if scores:
             tid = max(scores, key=scores.__getitem__)
@@ -367,6 +377,13 @@ class ThreadTracker:
         if len(profile) > 2 * s.max_terms_per_thread:
             keep = sorted(profile.items(), key=lambda kv: kv[1], reverse=True)[: s.max_terms_per_thread]
             thread.terms = {k: v / 2.0 for k, v in keep}  # halve: older vocabulary fades
+        df = chat.df
+        for term in terms:
+            df[term] = df.get(term, 0.0) + 1.0
+        chat.docs += 1.0
+        if chat.docs >= 2 * _DF_WINDOW:
+            chat.docs /= 2.0
+            chat.df = {k: v / 2.0 for k, v in df.items() if v > 1.0}
         chat.threads.move_to_end(thread.id)
         chat.last_at = max(chat.last_at, now)
         messages = chat.messages
@@ -401,7 +418,7 @@ class ThreadTracker:
     # -- housekeeping ----------------------------------------------------------------------------
 
     def prune(self, now: float) -> int:
-        """Drop threads idle past the horizon (and chats left with none); returns threads dropped."""
+        """Drop threads idle past the horizon, and chats silent for a day; returns threads dropped."""
         cutoff = now - self._settings.horizon
         dropped = 0
         for chat_id in list(self._chats):
@@ -412,7 +429,7 @@ class ThreadTracker:
                     break
                 self._drop(chat, oldest)
                 dropped += 1
-            if not chat.threads and chat.last_at < cutoff:
+            if not chat.threads and chat.last_at < now - _FORGET_CHAT_AFTER:
                 del self._chats[chat_id]
         self._pruned += dropped
         return dropped
@@ -468,11 +485,21 @@ def _fade(age: float, span: float) -> float:
     return 1.0 - age / span if age < span else 0.0
 
 
-def _overlap(terms: tuple[str, ...], profile: dict[str, float]) -> float:
-    """Shared vocabulary in [0, 1]: the share of the message's terms the thread has used."""
+def _idf(chat: _Chat, terms: tuple[str, ...]) -> tuple[tuple[tuple[str, float], ...], float]:
+    """Each term with its rarity in the chat (common words weigh little) and the weights' sum."""
+    df = chat.df
+    base = math.log(chat.docs + 2.0)
+    pairs = tuple((t, base - math.log(df.get(t, 0.0) + 1.0)) for t in terms)
+    return pairs, sum(w for _, w in pairs)
+
+
+def _overlap(weights: tuple[tuple[str, float], ...], total: float, profile: dict[str, float]) -> float:
+    """Shared vocabulary in [0, 1]: the rarity-weighted share of the message's terms the thread used."""
+    if total <= 0.0:
+        return 0.0
     hits = 0.0
-    for term in terms:
-        weight = profile.get(term)
-        if weight is not None:
-            hits += 1.0 if weight >= 1.0 else weight
-    return hits / len(terms)
+    for term, weight in weights:
+        used = profile.get(term)
+        if used is not None:
+            hits += weight if used >= 1.0 else weight * used
+    return hits / total
