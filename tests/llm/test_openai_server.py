@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
@@ -102,3 +103,22 @@ def test_standalone_process_serves_a_script_and_stops_on_sigterm(tmp_path: Path)
             process.stdout.close()
     (line,) = record.read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["body"]["messages"] == [{"role": "user", "content": "你好"}]
+
+
+@pytest.mark.asyncio
+async def test_concurrent_requests_are_each_answered_and_recorded() -> None:
+    script = {"default": {"echo": True}}
+    answers: dict[int, str] = {}
+    with ScriptedOpenAIServer(script) as server:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+
+            async def one(i: int) -> None:
+                payload = {"model": "m", "messages": [{"role": "user", "content": f"第{i}条"}]}
+                response = await client.post("/chat/completions", json=payload)
+                answers[i] = response.json()["choices"][0]["message"]["content"]
+
+            async with anyio.create_task_group() as group:
+                for i in range(24):
+                    group.start_soon(one, i)
+        assert len(server.chat_requests) == 24
+    assert answers == {i: f"echo: 第{i}条" for i in range(24)}

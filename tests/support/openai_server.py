@@ -458,6 +458,8 @@ def _hashed_embedding(text: str, dims: int) -> list[float]:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 resets connections under a burst of concurrent calls.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], owner: Any) -> None:
         self.owner: ScriptedOpenAIServer = owner
