@@ -57,6 +57,8 @@ class WaitingRoom:
         self._settings = settings
         self._priority = priority
         self._parked: dict[str, _Parked] = {}
+        # chat id -> ids of its parked episodes, so a message looks only at its own chat.
+        self._by_chat: dict[str, set[str]] = {}
         self._counts = {"parked": 0, "woken_early": 0, "resumed": 0, "expired": 0}
 
     def __contains__(self, episode_id: object) -> bool:
@@ -70,12 +72,12 @@ class WaitingRoom:
         """
         if episode.status is not EpisodeStatus.WAITING or episode.wait_until is None:
             raise IllegalTransition(f"episode {episode.id}", episode.status.value, "parked")
-        old = self._parked.pop(episode.id, None)
+        old = self._pop(episode.id)
         if old is not None:
             self._sink.cancel(old.event_id, now)
         at = max(now, episode.wait_until)
         event_id = self._schedule(episode, at, now, forced)
-        self._parked[episode.id] = _Parked(episode, event_id, at, forced)
+        self._put(_Parked(episode, event_id, at, forced))
         self._counts["parked"] += 1
         return event_id
 
@@ -84,10 +86,9 @@ class WaitingRoom:
         if message.from_self:
             return []
         woken: list[str] = []
-        for parked in self._parked.values():
+        for episode_id in sorted(self._by_chat.get(message.chat_id, ())):
+            parked = self._parked[episode_id]
             ep = parked.episode
-            if ep.chat_id != message.chat_id:
-                continue
             if ep.thread_id is not None and ep.thread_id != thread_id:
                 continue
             parked.news.append(message)
@@ -106,7 +107,7 @@ class WaitingRoom:
 
     def take(self, episode_id: str, now: float) -> Episode | None:
         """The parked episode resumed with its news (``pending``), or ``None`` if not parked here."""
-        parked = self._parked.pop(episode_id, None)
+        parked = self._pop(episode_id)
         if parked is None:
             return None
         self._counts["resumed"] += 1
@@ -115,7 +116,7 @@ class WaitingRoom:
 
     def expire(self, episode_id: str, now: float, reason: str = "resume_expired") -> Episode | None:
         """Drop a parked episode (its activation expired, or it is withdrawn); returns it ``expired``."""
-        parked = self._parked.pop(episode_id, None)
+        parked = self._pop(episode_id)
         if parked is None:
             return None
         self._sink.cancel(parked.event_id, now)
@@ -126,7 +127,7 @@ class WaitingRoom:
         """Put back a parked episode after a restart (its activation restored by the kernel)."""
         if episode.status is not EpisodeStatus.WAITING or episode.wait_until is None:
             raise IllegalTransition(f"episode {episode.id}", episode.status.value, "parked")
-        self._parked[episode.id] = _Parked(episode, event_id, episode.wait_until, forced)
+        self._put(_Parked(episode, event_id, episode.wait_until, forced))
 
     def waiting(self) -> list[Episode]:
         return [p.episode for p in self._parked.values()]
@@ -137,6 +138,19 @@ class WaitingRoom:
 
     def statistics(self) -> WaitingStatistics:
         return WaitingStatistics(waiting=len(self._parked), **self._counts)
+
+    def _put(self, parked: _Parked) -> None:
+        self._parked[parked.episode.id] = parked
+        self._by_chat.setdefault(parked.episode.chat_id, set()).add(parked.episode.id)
+
+    def _pop(self, episode_id: str) -> _Parked | None:
+        parked = self._parked.pop(episode_id, None)
+        if parked is not None:
+            ids = self._by_chat[parked.episode.chat_id]
+            ids.discard(episode_id)
+            if not ids:
+                del self._by_chat[parked.episode.chat_id]
+        return parked
 
     def _schedule(self, episode: Episode, at: float, now: float, forced: bool) -> str:
         payload: dict[str, object] = {"episode_id": episode.id}
