@@ -131,7 +131,9 @@ class ChatClient:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self._api_key = api_key or None
-        self._http = http or httpx.AsyncClient()
+        # A proxy from the environment must not capture a loopback endpoint (a local model, the tests).
+        loopback = httpx.URL(self.base_url).host in ("127.0.0.1", "localhost", "::1")
+        self._http = http or httpx.AsyncClient(trust_env=not loopback)
         self._owns_http = http is None
         self._sleep: Sleep = sleep or anyio.sleep
         self._rng = rng
