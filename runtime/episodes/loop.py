@@ -190,7 +190,13 @@ async def _call_tool(run: _Run, call: ToolCall, tools: ToolBox, settings: Episod
     run.episode = ep
     context = ToolContext(chat_id=ep.chat_id, user_id=ep.user_id, thread_id=ep.thread_id,
                           episode_id=ep.id, permissions=granted, now=decided)
-    result = await tools.invoke(call.name, call.args, context)
+    # A tool may not outlive the run: its own timeout is cut short by what is left of the deadline.
+    with anyio.move_on_after(max(0.0, ep.deadline - run.clock.now())) as scope:
+        result = await tools.invoke(call.name, call.args, context)
+    if scope.cancelled_caught:
+        cut = Observation.failure(call.name, "deadline", "the run's deadline passed during the call")
+        run.step(call, cut, started, decided)
+        return run.end(OutcomeKind.DEADLINE, S.EXPIRED, f"deadline: {call.name} was still running")
     observation = Observation(source=call.name, ok=result.ok, content=result.observation_text(),
                               error=result.error.value if result.error else None,
                               truncated=result.truncated, full_size=result.full_size)

@@ -297,3 +297,21 @@ async def test_steps_record_timings(clock: ManualClock, settings: EpisodeSetting
     step = outcome.episode.steps[0]
     assert step.decided_at - step.started_at == 2
     assert step.finished_at >= step.decided_at
+
+
+@pytest.mark.asyncio
+async def test_a_tool_cannot_outlive_the_run(clock: ManualClock) -> None:
+    async def slow(args: object, ctx: ToolContext) -> str:
+        await anyio.sleep(30)
+        return "late"
+
+    tools = ToolRegistry(default_timeout=20)
+    tools.register(ToolSpec(name="slow", description="Slow.", execute=slow))
+    quick = EpisodeSettings(time_limit=0.1)
+    with anyio.fail_after(5):
+        outcome = await run_episode(new_episode(clock, quick), ScriptedReasoner([ToolCall("slow", {})]),
+                                    tools, clock=clock, settings=quick)
+    assert outcome.kind is OutcomeKind.DEADLINE
+    assert outcome.episode.status is EpisodeStatus.EXPIRED
+    assert "slow was still running" in outcome.reason
+    assert outcome.episode.steps[-1].observation.error == "deadline"  # type: ignore[union-attr]
