@@ -194,14 +194,17 @@ class ModelRouter:
     # -- routing -------------------------------------------------------------------------------------
 
     def chain(self, role: Role, prefer: str | None = None) -> tuple[ProviderConfig, ...]:
-        """Providers to try for ``role``, in order; ``prefer`` (a provider name or model) goes first."""
+        """Providers to try for ``role``, in order; ``prefer`` (a provider name or model) goes first,
+        whether or not it lists the role."""
         members = [p for p in self.providers if role in p.roles]
         if role == "chat":
             members.sort(key=lambda p: p.context_window < self.target)  # stable: file order within
         if role == "compression" and not members:
             members = list(self.chain("chat"))
         if prefer:
-            members.sort(key=lambda p: prefer not in (p.name, p.model))
+            # An explicit name (memory_injection.compression_model) beats the roles listed in the file.
+            named = [p for p in self.providers if prefer in (p.name, p.model)]
+            members = named + [p for p in members if p not in named]
         return tuple(members)
 
     @property

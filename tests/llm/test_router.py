@@ -323,3 +323,14 @@ async def test_from_config_takes_the_compression_model_from_memory_injection(
         assert [p.name for p in router.chain("compression", router.compression_model)] == ["cheap", "main"]
     finally:
         await router.aclose()
+
+
+def test_a_named_compression_model_serves_even_without_the_role(make_router) -> None:
+    config = models(
+        provider("main", "http://main/v1", roles=["chat"]),
+        provider("summariser", "http://sum/v1", roles=["compression"]),
+        provider("quick_reply", "http://quick/v1", roles=["chat"]),
+    )
+    router = make_router(config, compression_model="quick_reply")
+    assert [p.name for p in router.chain("compression", "quick_reply")] == ["quick_reply", "summariser"]
+    assert [p.name for p in router.chain("compression", "no-such-model")] == ["summariser"]
