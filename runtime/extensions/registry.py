@@ -148,6 +148,16 @@ class ExtensionRegistry:
     def entries(self, kind: Kind | None = None) -> list[Registration]:
         return [e for e in self._entries.values() if kind is None or e.kind == kind]
 
+    def lexicon_keys(self) -> tuple[LexiconKey, ...]:
+        """The lexicon keys of registered games and activities, for matching incoming messages."""
+        keys = []
+        for entry in self._entries.values():
+            if entry.kind == "game":
+                keys.append(LexiconKey(LexiconScope.GAME, entry.name))
+            elif entry.kind == "activity":
+                keys.append(LexiconKey(LexiconScope.ACTIVITY, entry.name))
+        return tuple(keys)
+
     def game_tools(self, game: str) -> tuple[str, ...]:
         """The tool names a game is exposed as (empty when it is not registered)."""
         return self._game_tools.get(game, ())

@@ -209,3 +209,21 @@ async def test_disabled_director_does_nothing(
     registry.register_life_source(plugin, greeter())
     report = await director.tick()
     assert (report.called, report.emitted) == ((), ())
+
+
+@pytest.mark.asyncio
+async def test_run_keeps_ticking_until_cancelled(
+        registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock,
+        plugin: Scope) -> None:
+    polls: list[float] = []
+    registry.register_life_source(plugin, LifeSourceSpec("count", lambda ctx: polls.append(ctx.now), 1))
+    director = LifeDirector(registry, sink, chats, clock=clock, settings=LifeSettings(tick=0.01))
+
+    def advance(ctx: LifeContext) -> None:
+        clock.advance(1)
+
+    registry.register_activity(plugin, ActivitySpec("time", advance, 1))
+    with anyio.move_on_after(0.2):
+        await director.run()
+    assert len(polls) >= 3
+    assert director.statistics().ticks >= 3

@@ -122,6 +122,15 @@ def test_activity_descriptions_are_readable(registry: ExtensionRegistry, plugin:
     assert registry.activity_descriptions() == [("reading", "reading 三体, chapter 3")]
 
 
+def test_lexicon_keys_follow_registrations(registry: ExtensionRegistry, plugin: Scope) -> None:
+    dispose_game = registry.register_game(plugin, dice())
+    registry.register_activity(plugin, reading([]))
+    registry.register_life_source(plugin, LifeSourceSpec("weather", lambda ctx: None, 60))
+    assert registry.lexicon_keys() == (GAME_KEY, ACTIVITY_KEY)
+    dispose_game()
+    assert registry.lexicon_keys() == (ACTIVITY_KEY,)
+
+
 @pytest.mark.asyncio
 async def test_plugin_unload_leaves_nothing_behind(
         registry: ExtensionRegistry, tools: ToolRegistry, lexicon: DynamicLexicon, sink: SchedulerSink,
