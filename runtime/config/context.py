@@ -20,6 +20,8 @@ class ContextConfig(Section):
     # Raw turns of the conversation thread in the session slot (seed 001's sliding window).
     recent_dialogue_max: int = Field(default=20, ge=0, le=200)
     recent_actions_max: int = Field(default=8, ge=0, le=100)
+    # A session with no turn for this long is marked idle (the next turn wakes it).
+    session_idle_after_ms: int = Field(default=300_000, ge=1_000)
     # A session with no turn for this long is closed (transcript archived, handoff written).
     session_idle_timeout_ms: int = Field(default=1_800_000, ge=10_000)
     # Seed 000 §10.4: at most this many retrieved items (2..5) per packet.

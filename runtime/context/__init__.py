@@ -1,11 +1,34 @@
 """The Context Runtime (seed 000): what the model sees each turn, and the topic threads it belongs to.
 
-``packet`` holds the ContextPacket and its slots; ``assembler`` turns a packet into chat messages within
-a token budget. See ``docs/ARCHITECTURE.md`` for where it sits: the kernel decides *whether* to speak;
-this package prepares *what the model sees* once it does.
+::
+
+    packet.py      ContextPacket: seed 000's seven slots + seed 001's user profile and memory summary
+    render.py      slots to text, deterministic (the stable prefix is byte-identical turn to turn)
+    assembler.py   PromptAssembler: packet -> chat messages within a token budget, defined trim order
+    tokens.py      TokenCounter protocol, a rough offline fallback
+    lexical.py     content words, chatter, continuation markers, overlap scores
+    resolver.py    ThreadResolver: input -> topic thread (binding, conversation, continuation, lexical, new)
+    tasks.py       TaskBook: tasks under a topic thread, with conclusions
+    sessions.py    SessionManager: active / idle / interrupted / closed / handoff_written
+    handoffs.py    HandoffManager: digest by the model's compression role, deterministic fallback
+    retrieval.py   RetrievalEngine: thread tasks, scoped memories, chat-only search, embeddings; 2-5 items
+    builder.py     ContextBuilder: triggering message + conversation thread + chat -> ContextPacket
+    setup.py       context_runtime(store, config, ...): the parts wired from the configuration
+    errors.py      the exception tree
+
+The kernel decides *whether* to speak; this package prepares *what the model sees* once it does.
 """
 
-from runtime.context.assembler import AssembledPrompt, AssemblerStatistics, PromptAssembler
+from runtime.context.assembler import TRIM_ORDER, AssembledPrompt, AssemblerStatistics, PromptAssembler
+from runtime.context.builder import (
+    BuildReason,
+    BuiltContext,
+    ChatInfo,
+    ContextBuilder,
+    RecentBuffer,
+    StoreProfiles,
+    StoreSummaries,
+)
 from runtime.context.errors import (
     BudgetTooSmallError,
     ContextError,
@@ -14,7 +37,9 @@ from runtime.context.errors import (
     UnknownTaskError,
     UnknownTopicThreadError,
 )
+from runtime.context.handoffs import HandoffDigest, HandoffManager, HandoffRequest, Summarizer, parse_digest
 from runtime.context.packet import (
+    SLOT_NAMES,
     ContextPacket,
     DialogueTurn,
     HandoffSlot,
@@ -30,26 +55,55 @@ from runtime.context.packet import (
     UserProfileSlot,
     VisionSlot,
 )
+from runtime.context.resolver import Resolution, ResolveRule, ThreadResolver
+from runtime.context.retrieval import Embedder, RetrievalEngine, RetrievalQuery
+from runtime.context.sessions import CloseReason, InterruptKind, SessionManager
+from runtime.context.setup import ContextRuntime, context_runtime
+from runtime.context.tasks import TaskBook
 from runtime.context.tokens import RoughTokenCounter, TokenCounter
 
 __all__ = [
+    "SLOT_NAMES",
+    "TRIM_ORDER",
     "AssembledPrompt",
     "AssemblerStatistics",
     "BudgetTooSmallError",
+    "BuildReason",
+    "BuiltContext",
+    "ChatInfo",
+    "CloseReason",
+    "ContextBuilder",
     "ContextError",
     "ContextPacket",
+    "ContextRuntime",
     "DialogueTurn",
+    "Embedder",
+    "HandoffDigest",
+    "HandoffManager",
+    "HandoffRequest",
     "HandoffSlot",
     "IllegalSessionTransitionError",
+    "InterruptKind",
     "MemorySummarySlot",
     "PersonaSlot",
     "PromptAssembler",
+    "RecentBuffer",
+    "Resolution",
+    "ResolveRule",
+    "RetrievalEngine",
+    "RetrievalQuery",
     "RetrievedSlot",
     "RoughTokenCounter",
     "ScreenContext",
+    "SessionManager",
     "SessionSlot",
+    "StoreProfiles",
+    "StoreSummaries",
+    "Summarizer",
     "SummarySection",
+    "TaskBook",
     "TaskLine",
+    "ThreadResolver",
     "ThreadSlot",
     "TokenCounter",
     "UnknownSessionError",
@@ -58,4 +112,6 @@ __all__ = [
     "UserInputSlot",
     "UserProfileSlot",
     "VisionSlot",
+    "context_runtime",
+    "parse_digest",
 ]

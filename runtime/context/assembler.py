@@ -40,7 +40,13 @@ from typing import Any
 
 from runtime.context.errors import BudgetTooSmallError
 from runtime.context.packet import ContextPacket, SummarySection
-from runtime.context.render import render_context, render_stable_prefix, render_turn, render_user_input
+from runtime.context.render import (
+    render_context,
+    render_memory_summary,
+    render_stable_prefix,
+    render_turn,
+    render_user_input,
+)
 from runtime.context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, RoughTokenCounter, TokenCounter
 
 __all__ = ["TRIM_ORDER", "AssembledPrompt", "AssemblerStatistics", "PromptAssembler"]
@@ -219,6 +225,7 @@ class PromptAssembler:
         "_last_tokens",
         "_max_tokens",
         "_prefix_cache",
+        "_summary_cap",
         "_trimmed",
         "_truncated",
     )
@@ -229,12 +236,16 @@ class PromptAssembler:
         context_window: int,
         reply_reserve: int,
         counter: TokenCounter | None = None,
+        summary_max_tokens: int | None = None,
     ) -> None:
+        """``summary_max_tokens`` caps the memory summary on its own (seed 001: ≤ 8k tokens), whatever
+        room the budget has; it is trimmed by section priority like under budget pressure."""
         if reply_reserve < 0 or context_window <= reply_reserve:
             raise ValueError(f"context window {context_window} minus {reply_reserve} is empty")
         self._budget = context_window - reply_reserve
         self._counter: TokenCounter = counter if counter is not None else RoughTokenCounter()
         self._prefix_cache: tuple[object, object, str, int] | None = None
+        self._summary_cap = summary_max_tokens
         self._assembled = 0
         self._trimmed = 0
         self._truncated = 0
@@ -268,6 +279,14 @@ class PromptAssembler:
         budget = self._budget
         counts = dict.fromkeys(TRIM_ORDER, 0)
         packet = self._dedupe_input(packet)
+        if self._summary_cap is not None:
+            while packet.memory_summary is not None and (
+                self._counter.count(render_memory_summary(packet.memory_summary)) > self._summary_cap
+            ):
+                trimmed_summary = _trim_summary(packet)
+                assert trimmed_summary is not None
+                packet = trimmed_summary
+                counts["memory_summary"] += 1
 
         prefix, prefix_tokens = self._prefix(packet)
         context, context_tokens = self._context(packet)

@@ -52,6 +52,7 @@ _REMEMBERED_CONVERSATIONS = 4096
 
 
 class ResolveRule(StrEnum):
+    EXPLICIT = "explicit"  # the caller named the thread (a proactive wake scheduled for it)
     CHATTER = "chatter"
     BINDING = "binding"
     CONVERSATION = "conversation"
@@ -238,6 +239,14 @@ class ThreadResolver:
                 self._conversations.popitem(last=False)
         self._by_rule[resolution.rule.value] += 1
         return resolution
+
+    async def explicit(self, thread: TopicThread, *, now: float) -> Resolution:
+        """The caller already knows the thread (a wake scheduled for it): mark it active and count it."""
+        if thread.updated_at < now or thread.status is not TopicThreadStatus.ACTIVE:
+            thread = replace(thread, updated_at=max(now, thread.updated_at), status=TopicThreadStatus.ACTIVE)
+            await self._store.upsert_topic_thread(thread)
+        self._by_rule[ResolveRule.EXPLICIT.value] += 1
+        return Resolution(thread, ResolveRule.EXPLICIT, False, 1.0, "named by the caller")
 
     async def _decide(
         self, chat_id: str, text: str, now: float, conversation_thread_id: str | None, chat_name: str

@@ -5,7 +5,8 @@ Sources, each giving candidates with a confidence in 0..1:
 - **direct association** — this topic thread's concluded tasks (what was decided), its thread-scoped
   memories, its own earlier messages;
 - **structured filters** — memories by type, tags, time and importance, when the caller asks;
-- **full-text search** — memories and this chat's messages, through the store's jieba index. The input
+- **full-text search** — memories and this chat's messages (not those of another conversation still
+  going on beside this one), through the store's jieba index. The input
   is cut into content words and each of the longest few is searched on its own, so a long question
   still finds a memory that shares only some of its words; a candidate's confidence grows with the
   share of the input's words it covers;
@@ -61,6 +62,8 @@ class RetrievalQuery:
 
     chat_id: str
     text: str
+    now: float | None = None
+    conversation_thread_id: str | None = None
     topic_thread_id: str | None = None
     sender_id: str | None = None
     exclude_message_ids: frozenset[str] = frozenset()
@@ -78,6 +81,9 @@ class RetrievalSettings:
     keywords_max: int = 4
     embedding_model: str | None = None
     min_cosine: float = 0.3
+    # Messages of *other* conversations younger than this are left out: a conversation going on beside
+    # this one is not "history", and two conversations in one group must not leak into each other.
+    fresh_window: float = 1_800.0
 
     def __post_init__(self) -> None:
         if not 2 <= self.max_items <= 5:
@@ -252,6 +258,8 @@ class RetrievalEngine:
                 message = hit.message
                 if message.message_id in query.exclude_message_ids or message.chat_id != query.chat_id:
                     continue
+                if self._beside(query, message):
+                    continue
                 matched.setdefault(message.message_id, set()).add(keyword)
                 messages[message.message_id] = message
         for message_id, words in matched.items():
@@ -272,6 +280,16 @@ class RetrievalEngine:
                 ),
                 "message",
             )
+
+    def _beside(self, query: RetrievalQuery, message: StoredMessage) -> bool:
+        """A message of another conversation that is still going on (or only just ended)."""
+        if (
+            query.now is None
+            or message.thread_id is None
+            or message.thread_id == query.conversation_thread_id
+        ):
+            return False
+        return query.now - message.time < self._settings.fresh_window
 
     async def _filtered(
         self, query: RetrievalQuery, scopes: tuple[MemoryScope, ...], terms: tuple[str, ...], offer: _Offer

@@ -1,0 +1,485 @@
+"""ContextBuilder: from a triggering message to a ContextPacket (seed 000 §4's flow).
+
+    input → topic thread (ThreadResolver) → session (SessionManager; the previous session's handoff
+    delivered) → persona → vision → session dialogue → handoff → retrieval → profile, summary → packet
+
+The session slot's dialogue is the triggering message's *conversation* thread (the kernel's reply
+chain) and the bot's own turns in it — never everything said in the group, so two conversations in one
+group never see each other's words. Nothing is ever read from another chat. Messages the store writer
+has not flushed yet come from a :class:`RecentMessages` buffer the edge fills.
+
+Packets are built only for activations that crossed the attention threshold or were forced: the
+caller says which (``forced``, ``high``, ``medium``, ``proactive``) and :meth:`ContextBuilder.statistics`
+counts them by reason. Failures stay local: a part that fails (retrieval, a profile, the store behind
+the resolver) is logged and left out of the packet, which is still built (seed §11.4's degradation).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict, deque
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+import structlog
+
+from runtime.context.handoffs import handoff_slot
+from runtime.context.packet import (
+    ContextPacket,
+    DialogueTurn,
+    MemorySummarySlot,
+    PersonaSlot,
+    RetrievedSlot,
+    ScreenContext,
+    SessionSlot,
+    ThreadSlot,
+    UserInputSlot,
+    UserProfileSlot,
+    VisionSlot,
+)
+from runtime.context.resolver import Resolution, ThreadResolver
+from runtime.context.retrieval import RetrievalEngine, RetrievalQuery
+from runtime.context.sessions import SessionManager, interruption_lines
+from runtime.context.tasks import task_lines
+from runtime.kernel.message import ChatMessage
+from runtime.store.protocol import Store
+from runtime.store.records import Session, StoredMessage, TopicThread
+
+__all__ = [
+    "BuildReason",
+    "BuilderSettings",
+    "BuilderStatistics",
+    "BuiltContext",
+    "ChatInfo",
+    "ContextBuilder",
+    "ProfileProvider",
+    "RecentBuffer",
+    "RecentMessages",
+    "StoreProfiles",
+    "StoreSummaries",
+    "SummaryProvider",
+]
+
+log = structlog.get_logger("greywind.context")
+T = TypeVar("T")
+
+
+class BuildReason(StrEnum):
+    """Why a packet is built: the kernel's decision (``low`` never builds one) or a proactive wake."""
+
+    FORCED = "forced"
+    HIGH = "high"
+    MEDIUM = "medium"
+    PROACTIVE = "proactive"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatInfo:
+    """The chat surface: seed 000's ``screen_context`` for a QQ bot."""
+
+    chat_id: str
+    surface: str
+    name: str = ""
+    activity: str | None = None
+
+    def screen(self) -> ScreenContext:
+        return ScreenContext(
+            surface=self.surface, chat_id=self.chat_id, chat_name=self.name, activity=self.activity
+        )
+
+    def screen_mapping(self) -> dict[str, Any]:
+        return {
+            "surface": self.surface,
+            "chat_id": self.chat_id,
+            "chat_name": self.name,
+            "activity": self.activity,
+        }
+
+
+class RecentMessages(Protocol):
+    """Messages seen but perhaps not yet flushed to the store, per chat, oldest first."""
+
+    def recent(self, chat_id: str) -> Sequence[StoredMessage]: ...
+
+
+class RecentBuffer:
+    """A bounded per-chat buffer of the latest messages (incoming and the bot's own), for the builder."""
+
+    __slots__ = ("_by_chat", "_size")
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._by_chat: defaultdict[str, deque[StoredMessage]] = defaultdict(lambda: deque(maxlen=self._size))
+
+    def add(self, message: StoredMessage) -> None:
+        self._by_chat[message.chat_id].append(message)
+
+    def recent(self, chat_id: str) -> Sequence[StoredMessage]:
+        return tuple(self._by_chat.get(chat_id, ()))
+
+
+class ProfileProvider(Protocol):
+    async def profile(self, user_id: str, chat_id: str) -> UserProfileSlot | None: ...
+
+
+class SummaryProvider(Protocol):
+    async def summary(self, chat_id: str, topic_thread_id: str | None) -> MemorySummarySlot | None: ...
+
+
+class StoreProfiles:
+    """Seed 001 layer 3 from the store's user profiles."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def profile(self, user_id: str, chat_id: str) -> UserProfileSlot | None:
+        found = await self._store.get_user_profile(user_id)
+        if found is None:
+            return None
+        return UserProfileSlot(found.user_id, found.nickname, found.preferences, found.relationship)
+
+
+class StoreSummaries:
+    """Seed 001 layer 4 from the store's rolling summary of the chat, sections in ``priority`` order."""
+
+    def __init__(self, store: Store, priority: tuple[str, ...] = ()) -> None:
+        self._store = store
+        self._priority = priority
+
+    async def summary(self, chat_id: str, topic_thread_id: str | None) -> MemorySummarySlot | None:
+        found = await self._store.get_memory_summary(chat_id)
+        if found is None or not found.summary:
+            return None
+        slot = MemorySummarySlot.from_summary(found.summary, self._priority)
+        return slot if slot.sections else None
+
+
+@dataclass(frozen=True, slots=True)
+class BuilderSettings:
+    recent_dialogue_max: int = 20
+    # Messages read from the conversation thread before filtering (the bot's replies are merged in).
+    conversation_window: int = 60
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltContext:
+    """The packet and what was decided on the way; ``degraded`` names parts that failed and were left out."""
+
+    packet: ContextPacket
+    resolution: Resolution | None
+    session: Session | None
+    degraded: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BuilderStatistics:
+    packets: int
+    by_reason: tuple[tuple[str, int], ...]
+    degraded: int
+
+
+def _turn(message: StoredMessage) -> DialogueTurn:
+    return DialogueTurn(
+        speaker_id=message.sender_id,
+        speaker_name=message.sender_name,
+        text=message.text,
+        time=message.time,
+        from_self=message.from_self,
+        message_id=message.message_id,
+    )
+
+
+class ContextBuilder:
+    """Builds one ContextPacket per activation from the store, the resolver, sessions and retrieval."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        persona: PersonaSlot,
+        resolver: ThreadResolver,
+        sessions: SessionManager,
+        retrieval: RetrievalEngine | None = None,
+        settings: BuilderSettings | None = None,
+        profiles: ProfileProvider | None = None,
+        summaries: SummaryProvider | None = None,
+        recent: RecentMessages | None = None,
+    ) -> None:
+        self._store = store
+        self._persona = persona
+        self._resolver = resolver
+        self._sessions = sessions
+        self._retrieval = retrieval
+        self._settings = settings or BuilderSettings()
+        self._profiles = profiles
+        self._summaries = summaries
+        self._recent = recent
+        self._by_reason: Counter[str] = Counter()
+        self._degraded = 0
+
+    async def _try(self, part: str, work: Awaitable[T], failed: list[str], chat_id: str) -> T | None:
+        try:
+            return await work
+        except Exception as exc:  # one failing part degrades the packet; it never loses the turn
+            failed.append(part)
+            log.warning("context_part_failed", part=part, chat_id=chat_id, error=repr(exc))
+            return None
+
+    async def build(
+        self,
+        trigger: ChatMessage | None,
+        *,
+        chat: ChatInfo,
+        now: float,
+        reason: BuildReason | str,
+        conversation_thread_id: str | None = None,
+        cue: str | None = None,
+        topic_thread_id: str | None = None,
+    ) -> BuiltContext:
+        """The packet for an activation in ``chat``: ``trigger`` is the message that woke the bot, or
+        ``None`` for a proactive wake, which brings a ``cue`` (and may name its ``topic_thread_id``)."""
+        why = BuildReason(reason)
+        if trigger is not None and trigger.chat_id != chat.chat_id:
+            raise ValueError(f"message of {trigger.chat_id} built in {chat.chat_id}")
+        chat_id = chat.chat_id
+        text = trigger.text if trigger is not None else (cue or "")
+        failed: list[str] = []
+
+        resolution = await self._try(
+            "thread",
+            self._thread(trigger, chat, text, now, conversation_thread_id, topic_thread_id),
+            failed,
+            chat_id,
+        )
+        thread = resolution.thread if resolution is not None else None
+        session: Session | None = None
+        handoff = None
+        if thread is not None:
+            opened = await self._try(
+                "session",
+                self._sessions.open(thread, chat_id, now=now, screen_context=chat.screen_mapping()),
+                failed,
+                chat_id,
+            )
+            if opened is not None:
+                session = opened.session
+                handoff = opened.handoff or await self._try(
+                    "handoff", self._sessions.handoffs.for_session(session), failed, chat_id
+                )
+
+        dialogue = (
+            await self._try(
+                "dialogue", self._dialogue(chat_id, trigger, conversation_thread_id, thread), failed, chat_id
+            )
+            or ()
+        )
+        thread_slot = (
+            await self._try("tasks", self._thread_slot(thread), failed, chat_id)
+            if thread is not None
+            else None
+        )
+        exclude = frozenset(t.message_id for t in dialogue if t.message_id) | (
+            {trigger.message_id} if trigger is not None else set()
+        )
+        retrieved: tuple[RetrievedSlot, ...] = ()
+        if self._retrieval is not None and text.strip():
+            query = RetrievalQuery(
+                chat_id=chat_id,
+                text=text,
+                now=now,
+                conversation_thread_id=conversation_thread_id,
+                topic_thread_id=thread.id if thread is not None else None,
+                sender_id=trigger.sender_id if trigger is not None else None,
+                exclude_message_ids=exclude,
+            )
+            retrieved = await self._try("retrieval", self._retrieval.retrieve(query), failed, chat_id) or ()
+        profile = None
+        if self._profiles is not None and trigger is not None and not trigger.from_self:
+            profile = await self._try(
+                "profile", self._profiles.profile(trigger.sender_id, chat_id), failed, chat_id
+            )
+        summary = None
+        if self._summaries is not None:
+            summary = await self._try(
+                "summary", self._summaries.summary(chat_id, thread.id if thread else None), failed, chat_id
+            )
+
+        if session is not None and trigger is not None:
+            line = f"{trigger.sender_name or trigger.sender_id}: {trigger.text}"
+            recorded = await self._try(
+                "session", self._sessions.record_turn(session.id, now=now, dialogue=(line,)), failed, chat_id
+            )
+            session = recorded or session
+
+        packet = ContextPacket(
+            chat_id=chat_id,
+            persona=self._persona,
+            vision=VisionSlot.from_mapping(thread.vision) if thread is not None else None,
+            thread=thread_slot,
+            session=self._session_slot(session, chat, dialogue)
+            if session is not None
+            else self._bare_session(chat, dialogue),
+            handoff=handoff_slot(handoff) if handoff is not None else None,
+            retrieved=retrieved,
+            user_input=await self._input(trigger, cue, now, dialogue),
+            user_profile=profile,
+            memory_summary=summary,
+            conversation_thread_id=conversation_thread_id,
+            reason=why.value,
+            notes=tuple(f"degraded:{part}" for part in failed),
+        )
+        self._by_reason[why.value] += 1
+        self._degraded += bool(failed)
+        return BuiltContext(packet, resolution, session, tuple(failed))
+
+    async def record_reply(
+        self,
+        built: BuiltContext,
+        text: str,
+        *,
+        now: float,
+        actions: tuple[str, ...] = (),
+        resume_point: str | None = None,
+    ) -> None:
+        """After the bot answered: its turn, the actions taken and where to resume go into the session."""
+        if built.session is None:
+            return
+        dialogue = (f"{self._persona.name}: {text}",) if text else ()
+        try:
+            await self._sessions.record_turn(
+                built.session.id, now=now, dialogue=dialogue, actions=actions, resume_point=resume_point
+            )
+        except Exception as exc:
+            log.warning("context_record_reply_failed", session_id=built.session.id, error=repr(exc))
+
+    # -- parts -------------------------------------------------------------------------------------
+
+    async def _thread(
+        self,
+        trigger: ChatMessage | None,
+        chat: ChatInfo,
+        text: str,
+        now: float,
+        conversation_thread_id: str | None,
+        topic_thread_id: str | None,
+    ) -> Resolution | None:
+        if topic_thread_id is not None:
+            thread = await self._store.get_topic_thread(topic_thread_id)
+            if thread is not None and chat.chat_id in thread.chat_ids:
+                return await self._resolver.explicit(thread, now=now)
+        if trigger is None and not text.strip():
+            return None
+        return await self._resolver.resolve(
+            chat.chat_id,
+            text,
+            now=now,
+            conversation_thread_id=conversation_thread_id,
+            message_id=trigger.message_id if trigger is not None else None,
+            chat_name=chat.name,
+        )
+
+    async def _dialogue(
+        self,
+        chat_id: str,
+        trigger: ChatMessage | None,
+        conversation_thread_id: str | None,
+        thread: TopicThread | None,
+    ) -> tuple[DialogueTurn, ...]:
+        cfg = self._settings
+        if conversation_thread_id is not None:
+            stored = await self._store.conversation_messages(
+                conversation_thread_id, limit=cfg.conversation_window
+            )
+            in_conversation = [m for m in stored if m.chat_id == chat_id]
+            buffered = self._recent.recent(chat_id) if self._recent is not None else ()
+            in_conversation += [m for m in buffered if m.thread_id == conversation_thread_id]
+        elif thread is not None:
+            in_conversation = [
+                m
+                for m in await self._store.topic_messages(
+                    thread.id, chat_id=chat_id, limit=cfg.recent_dialogue_max
+                )
+                if m.chat_id == chat_id
+            ]
+        else:
+            return ()
+        chosen = {m.message_id: m for m in in_conversation}
+        # The bot's own replies to this conversation, even where they were not linked to its thread.
+        pool = list(self._recent.recent(chat_id)) if self._recent is not None else []
+        pool += await self._store.recent_messages(chat_id, limit=cfg.conversation_window)
+        for message in pool:
+            if message.from_self and message.chat_id == chat_id and message.reply_to in chosen:
+                chosen.setdefault(message.message_id, message)
+        if trigger is not None:
+            chosen.pop(trigger.message_id, None)
+            chosen = {k: m for k, m in chosen.items() if m.time <= trigger.time}
+        ordered = sorted(chosen.values(), key=lambda m: (m.time, m.message_id))
+        ordered = [m for m in ordered if not m.recalled]
+        return tuple(_turn(m) for m in ordered[-cfg.recent_dialogue_max :]) if cfg.recent_dialogue_max else ()
+
+    async def _thread_slot(self, thread: TopicThread | None) -> ThreadSlot | None:
+        if thread is None:
+            return None
+        tasks = await self._store.list_tasks(topic_thread_id=thread.id, limit=20)
+        lines = task_lines(tasks)
+        return ThreadSlot(
+            thread_id=thread.id,
+            thread_title=thread.title,
+            thread_type=thread.type,
+            thread_summary=thread.summary,
+            linked_task_ids=tuple(t.id for t in tasks),
+            thread_tags=thread.tags,
+            tasks=lines,
+        )
+
+    @staticmethod
+    def _session_slot(session: Session, chat: ChatInfo, dialogue: tuple[DialogueTurn, ...]) -> SessionSlot:
+        return SessionSlot(
+            session_id=session.id,
+            state=session.state.value,
+            recent_dialogue=dialogue,
+            recent_actions=session.recent_actions,
+            screen_context=chat.screen(),
+            interruptions=interruption_lines(session),
+            resume_point=session.resume_point,
+        )
+
+    @staticmethod
+    def _bare_session(chat: ChatInfo, dialogue: tuple[DialogueTurn, ...]) -> SessionSlot | None:
+        """Without a session record (it failed), the dialogue still belongs in the packet."""
+        if not dialogue:
+            return None
+        return SessionSlot(
+            session_id="", state="active", recent_dialogue=dialogue, screen_context=chat.screen()
+        )
+
+    async def _input(
+        self, trigger: ChatMessage | None, cue: str | None, now: float, dialogue: tuple[DialogueTurn, ...]
+    ) -> UserInputSlot | None:
+        if trigger is None:
+            return UserInputSlot(raw_text=cue, input_type="proactive", timestamp=now) if cue else None
+        attached = None
+        if trigger.reply_to is not None and trigger.reply_to not in {t.message_id for t in dialogue}:
+            try:
+                quoted = await self._store.get_message(trigger.chat_id, trigger.reply_to)
+            except Exception:
+                quoted = None
+            if quoted is not None:
+                attached = f"{quoted.sender_name or quoted.sender_id}: {quoted.text}"
+        return UserInputSlot(
+            raw_text=trigger.text,
+            input_type="text",
+            timestamp=trigger.time,
+            attached_context=attached,
+            sender_id=trigger.sender_id,
+            sender_name=trigger.sender_name,
+            message_id=trigger.message_id,
+        )
+
+    def statistics(self) -> BuilderStatistics:
+        return BuilderStatistics(
+            packets=sum(self._by_reason.values()),
+            by_reason=tuple(sorted(self._by_reason.items())),
+            degraded=self._degraded,
+        )
