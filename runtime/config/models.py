@@ -21,7 +21,7 @@ for every role (:func:`runtime.llm.router.apply_env_overrides`).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -45,6 +45,17 @@ class ProviderConfig(Section):
     price_per_1k_output: float | None = Field(default=None, ge=0.0)
     timeout_ms: int = Field(default=60_000, ge=1)
     max_retries: int = Field(default=2, ge=0, le=10)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hide_pasted_key(cls, data: Any) -> Any:
+        # A key pasted into the file is refused as an unknown key; keep it out of the error message too.
+        if isinstance(data, dict) and "api_key" in data:
+            return {
+                **data,
+                "api_key": "<hidden: put the key in an environment variable named by api_key_env>",
+            }
+        return data
 
     @field_validator("base_url")
     @classmethod

@@ -82,3 +82,11 @@ def test_provider_names_must_be_unique() -> None:
     provider = {"name": "same", "base_url": "http://x", "model": "m"}
     with pytest.raises(ConfigError, match="repeated: same"):
         parse_config({"models": {"providers": [provider, provider]}})
+
+
+def test_a_key_pasted_into_the_file_is_refused_without_echoing_it() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"models": {"providers": [{"name": "a", "base_url": "http://x", "api_key": "sk-LEAK"}]}})
+    assert "models.providers.0.api_key" in info.value.keys
+    assert "sk-LEAK" not in str(info.value)
+    assert "api_key_env" in str(info.value)
