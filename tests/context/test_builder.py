@@ -9,14 +9,14 @@ from runtime.config import parse_config
 from runtime.context.builder import ChatInfo, RecentBuffer
 from runtime.context.setup import ContextRuntime, context_runtime
 from runtime.kernel.message import ChatKind, ChatMessage
-from runtime.store.memory import MemoryStore
+from runtime.store.protocol import Store
 from runtime.store.records import Memory, ScopeType, StoredMessage
 
 G1 = ChatInfo("group:1", "group", "灰风开发群")
 G2 = ChatInfo("group:2", "group", "吃货群")
 
 
-def runtime(store: MemoryStore, **kw: object) -> ContextRuntime:
+def runtime(store: Store, **kw: object) -> ContextRuntime:
     return context_runtime(store, parse_config({}), **kw)  # type: ignore[arg-type]
 
 
@@ -33,7 +33,7 @@ def msg(chat: ChatInfo, mid: str, sender: str, text: str, t: float, **kw: object
     )
 
 
-async def store_msg(store: MemoryStore, m: ChatMessage, thread_id: str) -> None:
+async def store_msg(store: Store, m: ChatMessage, thread_id: str) -> None:
     await store.append_messages([StoredMessage.from_chat_message(m, thread_id=thread_id)])
 
 
@@ -42,7 +42,7 @@ def everything_sent(messages: list[dict[str, str]]) -> str:
 
 
 @pytest.mark.asyncio
-async def test_two_conversations_in_one_group_never_leak_into_each_others_packets(store: MemoryStore) -> None:
+async def test_two_conversations_in_one_group_never_leak_into_each_others_packets(store: Store) -> None:
     rt = runtime(store)
     # Two interleaved conversations in group 1: architecture (th-a) and dinner (th-b).
     script = [
@@ -83,7 +83,7 @@ async def test_two_conversations_in_one_group_never_leak_into_each_others_packet
 
 
 @pytest.mark.asyncio
-async def test_nothing_crosses_groups(store: MemoryStore) -> None:
+async def test_nothing_crosses_groups(store: Store) -> None:
     rt = runtime(store)
     await store.upsert_memory(
         Memory("g2-secret", ScopeType.CHAT, G2.chat_id, "fact", "吃货群的火锅局在周六", 1.0, 1.0)
@@ -109,7 +109,7 @@ async def test_nothing_crosses_groups(store: MemoryStore) -> None:
 
 
 @pytest.mark.asyncio
-async def test_the_previous_sessions_handoff_is_in_the_next_sessions_packet(store: MemoryStore) -> None:
+async def test_the_previous_sessions_handoff_is_in_the_next_sessions_packet(store: Store) -> None:
     rt = runtime(store)
     first = msg(G1, "m1", "u1", "帮我规划周末去杭州的旅行路线", 0.0, addressed=True)
     await store_msg(store, first, "th-1")
@@ -136,7 +136,7 @@ async def test_the_previous_sessions_handoff_is_in_the_next_sessions_packet(stor
 
 
 @pytest.mark.asyncio
-async def test_stable_prefix_is_identical_across_the_turns_of_a_session(store: MemoryStore) -> None:
+async def test_stable_prefix_is_identical_across_the_turns_of_a_session(store: Store) -> None:
     rt = runtime(store)
     prefixes = set()
     for i in range(6):
@@ -154,7 +154,7 @@ async def test_stable_prefix_is_identical_across_the_turns_of_a_session(store: M
 
 
 @pytest.mark.asyncio
-async def test_packets_are_counted_by_reason_and_low_is_refused(store: MemoryStore) -> None:
+async def test_packets_are_counted_by_reason_and_low_is_refused(store: Store) -> None:
     rt = runtime(store)
     for i, reason in enumerate(("forced", "high", "medium", "forced")):
         m = msg(G1, f"m{i}", "u1", "杭州旅行路线怎么排", float(i))
@@ -168,7 +168,7 @@ async def test_packets_are_counted_by_reason_and_low_is_refused(store: MemorySto
 
 
 @pytest.mark.asyncio
-async def test_a_proactive_wake_for_a_named_thread(store: MemoryStore) -> None:
+async def test_a_proactive_wake_for_a_named_thread(store: Store) -> None:
     rt = runtime(store)
     thread = await rt.resolver.create(
         G1.chat_id, "陪我看视频", now=0.0, vision={"origin_goal": "一起把纪录片看完"}
@@ -188,7 +188,7 @@ async def test_a_proactive_wake_for_a_named_thread(store: MemoryStore) -> None:
 
 
 @pytest.mark.asyncio
-async def test_unflushed_messages_come_from_the_recent_buffer(store: MemoryStore) -> None:
+async def test_unflushed_messages_come_from_the_recent_buffer(store: Store) -> None:
     recent = RecentBuffer()
     rt = runtime(store, recent=recent)
     earlier = msg(G1, "m1", "u1", "杭州第一天去西湖", 0.0)
@@ -206,7 +206,7 @@ class BrokenRetrieval:
 
 
 @pytest.mark.asyncio
-async def test_a_failing_part_degrades_the_packet_but_the_turn_goes_on(store: MemoryStore) -> None:
+async def test_a_failing_part_degrades_the_packet_but_the_turn_goes_on(store: Store) -> None:
     rt = runtime(store)
     rt.builder._retrieval = BrokenRetrieval()  # type: ignore[assignment]
     m = msg(G1, "m1", "u1", "灰风，杭州旅行路线怎么排", 0.0, addressed=True)
@@ -218,7 +218,7 @@ async def test_a_failing_part_degrades_the_packet_but_the_turn_goes_on(store: Me
 
 
 @pytest.mark.asyncio
-async def test_a_reply_quotes_its_target_when_it_is_not_in_the_dialogue(store: MemoryStore) -> None:
+async def test_a_reply_quotes_its_target_when_it_is_not_in_the_dialogue(store: Store) -> None:
     rt = runtime(store)
     old = msg(G1, "q1", "u5", "明天十点开会", 0.0)
     await store_msg(store, old, "th-old")

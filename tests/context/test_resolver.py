@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from runtime.context.resolver import CASUAL, ResolverSettings, ResolveRule, ThreadResolver
-from runtime.store.memory import MemoryStore
+from runtime.store.protocol import Store
 from runtime.store.records import StoredMessage, TopicLink
 
 G1, G2 = "group:1", "group:2"
 
 
-def resolver(store: MemoryStore) -> ThreadResolver:
+def resolver(store: Store) -> ThreadResolver:
     return ThreadResolver(store, settings=ResolverSettings(thread_continuation=900.0, names=("灰风",)))
 
 
-async def said(store: MemoryStore, chat: str, mid: str, text: str, now: float, thread: str) -> None:
+async def said(store: Store, chat: str, mid: str, text: str, now: float, thread: str) -> None:
     await store.append_messages(
         [
             StoredMessage(
@@ -32,7 +32,7 @@ async def said(store: MemoryStore, chat: str, mid: str, text: str, now: float, t
 
 
 @pytest.mark.asyncio
-async def test_a_bound_chat_uses_its_thread(store: MemoryStore) -> None:
+async def test_a_bound_chat_uses_its_thread(store: Store) -> None:
     r = resolver(store)
     watch = await r.create(G1, "陪我看视频", now=0.0, thread_type="companion", tags=("视频",))
     await r.create(G1, "灰风系统架构设计", now=1.0, tags=("架构",))
@@ -42,7 +42,7 @@ async def test_a_bound_chat_uses_its_thread(store: MemoryStore) -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_binding_holds_only_in_its_chat(store: MemoryStore) -> None:
+async def test_a_binding_holds_only_in_its_chat(store: Store) -> None:
     r = resolver(store)
     watch = await r.create(G1, "陪我看视频", now=0.0, bind=True)
     res = await r.resolve(G2, "陪我看视频吧，今天看纪录片", now=5.0)
@@ -52,7 +52,7 @@ async def test_a_binding_holds_only_in_its_chat(store: MemoryStore) -> None:
 
 
 @pytest.mark.asyncio
-async def test_an_input_in_a_linked_conversation_stays_in_its_thread(store: MemoryStore) -> None:
+async def test_an_input_in_a_linked_conversation_stays_in_its_thread(store: Store) -> None:
     r = resolver(store)
     await said(store, G1, "m1", "我们来设计一下灰风的上下文运行时", 0.0, "th-1")
     first = await r.resolve(
@@ -71,7 +71,7 @@ async def test_an_input_in_a_linked_conversation_stays_in_its_thread(store: Memo
 
 
 @pytest.mark.asyncio
-async def test_links_can_be_queued_behind_the_messages(store: MemoryStore) -> None:
+async def test_links_can_be_queued_behind_the_messages(store: Store) -> None:
     queued: list[TopicLink] = []
     r = ThreadResolver(store, settings=ResolverSettings(names=("灰风",)), link=queued.append)
     first = await r.resolve(
@@ -84,7 +84,7 @@ async def test_links_can_be_queued_behind_the_messages(store: MemoryStore) -> No
 
 
 @pytest.mark.asyncio
-async def test_continue_after_a_restart_finds_the_last_work_thread_not_a_default(store: MemoryStore) -> None:
+async def test_continue_after_a_restart_finds_the_last_work_thread_not_a_default(store: Store) -> None:
     arch = await resolver(store).create(G1, "灰风系统架构设计", now=0.0, tags=("architecture",))
     await resolver(store).resolve(G1, "今天先把 architecture 的 v2 文档写完", now=100.0)
     # A new resolver over the same store: the process restarted, hours later.
@@ -94,7 +94,7 @@ async def test_continue_after_a_restart_finds_the_last_work_thread_not_a_default
 
 
 @pytest.mark.asyncio
-async def test_recent_thread_continues_when_the_input_shares_its_words(store: MemoryStore) -> None:
+async def test_recent_thread_continues_when_the_input_shares_its_words(store: Store) -> None:
     r = resolver(store)
     first = await r.resolve(G1, "帮我规划一下周末去杭州的旅行路线", now=0.0)
     res = await r.resolve(G1, "杭州那边住西湖附近还是住滨江", now=120.0)
@@ -102,7 +102,7 @@ async def test_recent_thread_continues_when_the_input_shares_its_words(store: Me
 
 
 @pytest.mark.asyncio
-async def test_lexical_match_on_title_tags_and_goals(store: MemoryStore) -> None:
+async def test_lexical_match_on_title_tags_and_goals(store: Store) -> None:
     r = resolver(store)
     arch = await r.create(
         G1,
@@ -119,7 +119,7 @@ async def test_lexical_match_on_title_tags_and_goals(store: MemoryStore) -> None
 
 
 @pytest.mark.asyncio
-async def test_unmatched_input_opens_a_new_thread_titled_from_it(store: MemoryStore) -> None:
+async def test_unmatched_input_opens_a_new_thread_titled_from_it(store: Store) -> None:
     r = resolver(store)
     res = await r.resolve(G1, "灰风，帮我查一下明天北京的天气", now=0.0)
     assert res.rule is ResolveRule.NEW
@@ -130,7 +130,7 @@ async def test_unmatched_input_opens_a_new_thread_titled_from_it(store: MemorySt
 
 
 @pytest.mark.asyncio
-async def test_chatter_is_never_bound_to_a_task_thread(store: MemoryStore) -> None:
+async def test_chatter_is_never_bound_to_a_task_thread(store: Store) -> None:
     r = resolver(store)
     arch = await r.create(G1, "灰风系统架构设计", now=0.0, thread_type="design", bind=True)
     await r.resolve(G1, "架构文档继续写", now=1.0, conversation_thread_id="th-1", message_id="m1")
@@ -147,7 +147,7 @@ async def test_chatter_is_never_bound_to_a_task_thread(store: MemoryStore) -> No
 
 
 @pytest.mark.asyncio
-async def test_two_themes_do_not_share_one_thread(store: MemoryStore) -> None:
+async def test_two_themes_do_not_share_one_thread(store: Store) -> None:
     r = resolver(store)
     travel = await r.resolve(G1, "帮我规划一下周末去杭州的旅行路线", now=0.0)
     other = await r.resolve(G1, "Python 的异步爬虫用什么库比较好", now=60.0)
@@ -161,14 +161,14 @@ async def test_two_themes_do_not_share_one_thread(store: MemoryStore) -> None:
 
 
 @pytest.mark.asyncio
-async def test_continue_with_nothing_to_continue_is_not_a_theme(store: MemoryStore) -> None:
+async def test_continue_with_nothing_to_continue_is_not_a_theme(store: Store) -> None:
     res = await resolver(store).resolve(G1, "继续", now=0.0)
     assert res.thread.type == CASUAL
     assert await store.list_topic_threads(chat_id=G1) == [res.thread]
 
 
 @pytest.mark.asyncio
-async def test_statistics_count_rules(store: MemoryStore) -> None:
+async def test_statistics_count_rules(store: Store) -> None:
     r = resolver(store)
     await r.resolve(G1, "哈哈", now=0.0)
     await r.resolve(G1, "帮我规划一下周末去杭州的旅行路线", now=1.0)

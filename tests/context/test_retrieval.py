@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from runtime.context.retrieval import RetrievalEngine, RetrievalQuery, RetrievalSettings, memory_scopes
-from runtime.store.memory import MemoryStore
+from runtime.store.protocol import Store
 from runtime.store.records import Memory, ScopeType, StoredMessage, Task, TaskStatus
 
 G1, G2 = "group:1", "group:2"
@@ -18,7 +18,7 @@ def memory(mid: str, scope: ScopeType, scope_id: str, content: str, importance: 
     return Memory(mid, scope, scope_id, "fact", content, importance, created_at=1.0, updated_at=1.0)
 
 
-async def seed(store: MemoryStore) -> None:
+async def seed(store: Store) -> None:
     for m in (
         memory("g1-hotpot", ScopeType.CHAT, G1, "一群的人周五晚上约了火锅"),
         memory("g2-hotpot", ScopeType.CHAT, G2, "二群的秘密：火锅店老板是群主的表哥", importance=1.0),
@@ -31,12 +31,12 @@ async def seed(store: MemoryStore) -> None:
         await store.upsert_memory(m)
 
 
-def engine(store: MemoryStore, **kw: object) -> RetrievalEngine:
+def engine(store: Store, **kw: object) -> RetrievalEngine:
     return RetrievalEngine(store, settings=RetrievalSettings(**kw))  # type: ignore[arg-type]
 
 
 @pytest.mark.asyncio
-async def test_chat_memories_never_cross_chats_identity_memories_do(store: MemoryStore) -> None:
+async def test_chat_memories_never_cross_chats_identity_memories_do(store: Store) -> None:
     await seed(store)
     in_g1 = await engine(store).retrieve(RetrievalQuery(G1, "火锅"))
     ids = {r.source_id for r in in_g1}
@@ -49,7 +49,7 @@ async def test_chat_memories_never_cross_chats_identity_memories_do(store: Memor
 
 
 @pytest.mark.asyncio
-async def test_user_memories_only_in_that_users_private_chat(store: MemoryStore) -> None:
+async def test_user_memories_only_in_that_users_private_chat(store: Store) -> None:
     await seed(store)
     private = {
         r.source_id
@@ -67,7 +67,7 @@ async def test_user_memories_only_in_that_users_private_chat(store: MemoryStore)
 
 
 @pytest.mark.asyncio
-async def test_thread_memories_only_in_their_thread(store: MemoryStore) -> None:
+async def test_thread_memories_only_in_their_thread(store: Store) -> None:
     await seed(store)
     q = "向量数据库要不要上"
     with_thread = await engine(store).retrieve(RetrievalQuery(G1, q, topic_thread_id="topic-arch"))
@@ -91,14 +91,14 @@ async def test_thread_memories_only_in_their_thread(store: MemoryStore) -> None:
     ],
 )
 @pytest.mark.asyncio
-async def test_recall_on_chinese_queries(store: MemoryStore, query: str, expected: str) -> None:
+async def test_recall_on_chinese_queries(store: Store, query: str, expected: str) -> None:
     await seed(store)
     found = await engine(store).retrieve(RetrievalQuery(G1, query, topic_thread_id="topic-arch"))
     assert expected in {r.source_id for r in found}
 
 
 @pytest.mark.asyncio
-async def test_never_more_than_max_items_and_never_padded(store: MemoryStore) -> None:
+async def test_never_more_than_max_items_and_never_padded(store: Store) -> None:
     for i in range(30):
         await store.upsert_memory(memory(f"m{i}", ScopeType.CHAT, G1, f"第{i}次聊到火锅"))
     assert len(await engine(store, max_items=3).retrieve(RetrievalQuery(G1, "火锅"))) == 3
@@ -110,7 +110,7 @@ async def test_never_more_than_max_items_and_never_padded(store: MemoryStore) ->
 
 
 @pytest.mark.asyncio
-async def test_items_carry_source_reason_content_and_confidence_best_first(store: MemoryStore) -> None:
+async def test_items_carry_source_reason_content_and_confidence_best_first(store: Store) -> None:
     await seed(store)
     found = await engine(store).retrieve(RetrievalQuery(G1, "周五火锅"))
     assert found[0].source_id == "g1-hotpot"  # covers both words
@@ -122,7 +122,7 @@ async def test_items_carry_source_reason_content_and_confidence_best_first(store
 
 @pytest.mark.asyncio
 async def test_messages_are_searched_in_this_chat_only_and_dialogue_is_not_repeated(
-    store: MemoryStore,
+    store: Store,
 ) -> None:
     await store.append_messages(
         [
@@ -140,7 +140,7 @@ async def test_messages_are_searched_in_this_chat_only_and_dialogue_is_not_repea
 
 
 @pytest.mark.asyncio
-async def test_task_conclusions_are_retrievable(store: MemoryStore) -> None:
+async def test_task_conclusions_are_retrievable(store: Store) -> None:
     await store.upsert_task(
         Task(
             "task-1",
@@ -161,7 +161,7 @@ async def test_task_conclusions_are_retrievable(store: MemoryStore) -> None:
 
 
 @pytest.mark.asyncio
-async def test_structured_filters(store: MemoryStore) -> None:
+async def test_structured_filters(store: Store) -> None:
     await store.upsert_memory(
         Memory("d1", ScopeType.CHAT, G1, "decision", "周会改到周三", 0.9, 10.0, tags=("meeting",))
     )
@@ -188,7 +188,7 @@ class FakeEmbedder:
 
 
 @pytest.mark.asyncio
-async def test_embeddings_find_what_shares_no_words(store: MemoryStore) -> None:
+async def test_embeddings_find_what_shares_no_words(store: Store) -> None:
     await store.upsert_memory(memory("food", ScopeType.CHAT, G1, "楼下新开了一家川菜馆"))
     await store.upsert_memory(memory("other-chat", ScopeType.CHAT, G2, "二群楼下的川菜馆"))
     await store.save_memory_vector("food", np.asarray([0.9, 0.0, 0.1], dtype="<f4").tobytes())

@@ -17,7 +17,7 @@ from runtime.context.handoffs import (
 )
 from runtime.context.sessions import CloseReason, InterruptKind, SessionManager, SessionSettings
 from runtime.context.tasks import TaskBook
-from runtime.store.memory import MemoryStore
+from runtime.store.protocol import Store
 from runtime.store.records import SessionState, StoredMessage, TaskStatus, TopicThread
 
 G1, G2 = "group:1", "group:2"
@@ -46,7 +46,7 @@ class ScriptedSummarizer:
         )
 
 
-async def thread(store: MemoryStore, tid: str = "topic-1", chats: tuple[str, ...] = (G1,)) -> TopicThread:
+async def thread(store: Store, tid: str = "topic-1", chats: tuple[str, ...] = (G1,)) -> TopicThread:
     t = TopicThread(
         id=tid,
         title="灰风系统架构设计",
@@ -61,14 +61,14 @@ async def thread(store: MemoryStore, tid: str = "topic-1", chats: tuple[str, ...
 
 
 def manager(
-    store: MemoryStore, summarizer: ScriptedSummarizer | None = None, timeout: float = 5.0
+    store: Store, summarizer: ScriptedSummarizer | None = None, timeout: float = 5.0
 ) -> SessionManager:
     handoffs = HandoffManager(store, summarizer=summarizer, timeout=timeout)
     return SessionManager(store, handoffs, settings=SessionSettings(idle_after=300.0, idle_timeout=1800.0))
 
 
 @pytest.mark.asyncio
-async def test_a_turn_reuses_the_open_session_and_records_dialogue(store: MemoryStore) -> None:
+async def test_a_turn_reuses_the_open_session_and_records_dialogue(store: Store) -> None:
     t = await thread(store)
     sessions = manager(store)
     first = await sessions.open(t, G1, now=0.0, screen_context={"surface": "group", "chat_name": "开发群"})
@@ -86,7 +86,7 @@ async def test_a_turn_reuses_the_open_session_and_records_dialogue(store: Memory
 
 
 @pytest.mark.asyncio
-async def test_the_same_thread_in_another_chat_has_its_own_session(store: MemoryStore) -> None:
+async def test_the_same_thread_in_another_chat_has_its_own_session(store: Store) -> None:
     t = await thread(store, chats=(G1, G2))
     sessions = manager(store)
     a = await sessions.open(t, G1, now=0.0)
@@ -95,7 +95,7 @@ async def test_the_same_thread_in_another_chat_has_its_own_session(store: Memory
 
 
 @pytest.mark.asyncio
-async def test_idle_then_timeout_closes_with_transcript_and_handoff(store: MemoryStore) -> None:
+async def test_idle_then_timeout_closes_with_transcript_and_handoff(store: Store) -> None:
     t = await thread(store)
     sessions = manager(store)
     opened = await sessions.open(t, G1, now=0.0)
@@ -127,7 +127,7 @@ async def test_idle_then_timeout_closes_with_transcript_and_handoff(store: Memor
 
 
 @pytest.mark.asyncio
-async def test_handoff_of_session_n_reaches_session_n_plus_1_of_the_same_thread(store: MemoryStore) -> None:
+async def test_handoff_of_session_n_reaches_session_n_plus_1_of_the_same_thread(store: Store) -> None:
     t = await thread(store)
     other = await thread(store, "topic-2")
     summarizer = ScriptedSummarizer()
@@ -155,7 +155,7 @@ async def test_handoff_of_session_n_reaches_session_n_plus_1_of_the_same_thread(
 
 
 @pytest.mark.asyncio
-async def test_a_handoff_never_crosses_chats(store: MemoryStore) -> None:
+async def test_a_handoff_never_crosses_chats(store: Store) -> None:
     t = await thread(store, chats=(G1, G2))
     sessions = manager(store)
     first = await sessions.open(t, G1, now=0.0)
@@ -166,7 +166,7 @@ async def test_a_handoff_never_crosses_chats(store: MemoryStore) -> None:
 
 @pytest.mark.parametrize("mode", ["fail", "hang", "empty"])
 @pytest.mark.asyncio
-async def test_a_failing_model_falls_back_to_the_deterministic_digest(store: MemoryStore, mode: str) -> None:
+async def test_a_failing_model_falls_back_to_the_deterministic_digest(store: Store, mode: str) -> None:
     t = await thread(store)
     sessions = manager(store, ScriptedSummarizer(mode), timeout=0.05)
     opened = await sessions.open(t, G1, now=0.0)
@@ -211,7 +211,7 @@ def test_parse_digest_accepts_the_seed_format_and_refuses_junk() -> None:
 
 
 @pytest.mark.asyncio
-async def test_interruptions_are_recorded_and_the_next_turn_resumes(store: MemoryStore) -> None:
+async def test_interruptions_are_recorded_and_the_next_turn_resumes(store: Store) -> None:
     t = await thread(store)
     sessions = manager(store)
     opened = await sessions.open(t, G1, now=0.0)
@@ -228,7 +228,7 @@ async def test_interruptions_are_recorded_and_the_next_turn_resumes(store: Memor
 
 
 @pytest.mark.asyncio
-async def test_restart_marks_open_sessions_interrupted_and_resumes_or_closes_them(store: MemoryStore) -> None:
+async def test_restart_marks_open_sessions_interrupted_and_resumes_or_closes_them(store: Store) -> None:
     t = await thread(store)
     before = manager(store)
     recent = await before.open(t, G1, now=0.0)
@@ -254,7 +254,7 @@ async def test_restart_marks_open_sessions_interrupted_and_resumes_or_closes_the
 
 
 @pytest.mark.asyncio
-async def test_shutdown_closes_everything_and_closed_sessions_stay_closed(store: MemoryStore) -> None:
+async def test_shutdown_closes_everything_and_closed_sessions_stay_closed(store: Store) -> None:
     t = await thread(store)
     sessions = manager(store, ScriptedSummarizer())
     opened = await sessions.open(t, G1, now=0.0)
@@ -269,7 +269,7 @@ async def test_shutdown_closes_everything_and_closed_sessions_stay_closed(store:
 
 
 @pytest.mark.asyncio
-async def test_tasks_are_created_updated_and_concluded_under_a_thread(store: MemoryStore) -> None:
+async def test_tasks_are_created_updated_and_concluded_under_a_thread(store: Store) -> None:
     t = await thread(store)
     book = TaskBook(store)
     task = await book.create(t.id, "写 context-runtime.md", now=1.0)
