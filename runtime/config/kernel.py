@@ -36,6 +36,9 @@ class AttentionConfig(Section):
     weight_silence: float = Field(default=0.05, ge=0.0, le=1.0)
     # Silence before a message this long earns the whole weight_silence (shorter earns a share).
     silence_full_ms: int = Field(default=600_000, ge=1_000)
+    # Characters of a message the keyword match and the question check read: a 200,000-character
+    # paste costs what its head costs, and its tail would not change the decision.
+    read_max_chars: int = Field(default=4_000, ge=16)
     penalty_recently_replied: float = Field(default=0.2, ge=0.0, le=1.0)
     penalty_budget_exhausted: float = Field(default=0.3, ge=0.0, le=1.0)
 

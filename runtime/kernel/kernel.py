@@ -46,7 +46,6 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from types import MappingProxyType
 
 from runtime.kernel._signals import looks_like_question
 from runtime.kernel.attention import Attention, AttentionInput, Decision, score_attention
@@ -182,6 +181,7 @@ class Kernel:
         self._deliberating: dict[str, str] = {}  # event id -> chat id
         self._bot_in_thread: dict[str, float] = {}  # thread id -> when the bot last spoke in it
         self._last_message_at: dict[str, float] = {}  # chat id -> time of its latest message
+        self._match_keys: dict[str, tuple[LexiconKey, ...]] = {}  # thread id -> lexicon keys
         self._learn_queue: deque[tuple[str, str]] = deque(maxlen=s.scheduling.learn_queue_max or None)
         self._counts: dict[str, int] = {}
         self._ingested = 0
@@ -216,17 +216,12 @@ class Kernel:
         thread_id = assignment.thread.id
 
         text = message.text
-        keys = (
-            GLOBAL_KEY,
-            LexiconKey(LexiconScope.GROUP, chat_id),
-            LexiconKey(LexiconScope.THREAD, thread_id),
-            PERSONA_KEY,
-        )
-        hits = self.lexicon.match(text, keys) if text else []
+        head = text if len(text) <= s.read_max_chars else text[: s.read_max_chars]
+        hits = self.lexicon.match(head, self._keys_for(chat_id, thread_id)) if head else []
         persona_named = False
         topical: list[KeywordHit] = []
         for hit in hits:
-            if hit.key == PERSONA_KEY:
+            if hit.key.scope is LexiconScope.PERSONA:
                 persona_named = True
             else:
                 topical.append(hit)
@@ -244,7 +239,7 @@ class Kernel:
             direct=persona_named or (assignment.reason == "reply" and bot_last is not None),
             keyword_score=score_hits(topical) if topical else 0.0,
             thread_continuity=continuity,
-            question=looks_like_question(text),
+            question=looks_like_question(head),
             silence_seconds=0.0 if previous is None else max(0.0, now - previous),
             recently_replied=(
                 last_speech is not None
@@ -252,42 +247,54 @@ class Kernel:
                 and now - last_speech < s.scheduling.recently_replied
             ),
             budget_exhausted=actor is not None and not actor.peek(now).allowed,
-            keywords=tuple(dict.fromkeys(h.term for h in topical)),
+            keywords=tuple(dict.fromkeys(h.term for h in topical)) if topical else (),
         )
         attention = score_attention(inp, s.attention)
 
-        event = self.events.create(
-            kind=MESSAGE_KIND,
-            chat_id=chat_id,
-            now=now,
-            thread_id=thread_id,
-            actor_ids=(message.sender_id,),
-            evidence_message_ids=(message.message_id,),
-            priority=attention.score,
-        )
-        self.events.transition(event.id, EventState.LINKED, now)
-        event = self.events.transition(event.id, EventState.CLASSIFIED, now)
         if s.scheduling.learn_queue_max and text:
             if len(self._learn_queue) == self._learn_queue.maxlen:
                 self._learn_dropped += 1
             self._learn_queue.append((chat_id, text[: s.lexicon.learn_max_chars]))
 
+        # Each branch creates the event with its final fields and makes the fewest legal moves:
+        # the thread is known at creation (no separate ``linked`` step), attention is already scored.
         decision = attention.decision
         superseded: tuple[str, ...] = ()
         activate_at: float | None = None
-        if decision is Decision.FORCED:
-            action, event, reason, activate_at = self._forced(event, now)
-        elif decision is Decision.LOW:
+        create = self.events.create
+        actors = (message.sender_id,)
+        evidence = (message.message_id,)
+        if decision is Decision.LOW:
+            event = create(
+                kind=MESSAGE_KIND,
+                chat_id=chat_id,
+                now=now,
+                thread_id=thread_id,
+                actor_ids=actors,
+                evidence_message_ids=evidence,
+                priority=attention.score,
+            )
             event = self.events.transition(event.id, EventState.SKIPPED, now)
             action, reason = IngestAction.RECORDED, "attention low"
+        elif decision is Decision.FORCED:
+            action, event, reason, activate_at = self._forced(message, thread_id, attention, now)
         else:
             sched = s.scheduling
             high = decision is Decision.HIGH
             activate_at = now + (sched.high_delay if high else sched.medium_delay)
-            deadline = now + (sched.high_deadline if high else sched.medium_deadline)
-            self.events.update(
-                event.id, now, not_before=activate_at, deadline=deadline, payload=_payload(attention)
+            event = create(
+                kind=MESSAGE_KIND,
+                chat_id=chat_id,
+                now=now,
+                thread_id=thread_id,
+                actor_ids=actors,
+                evidence_message_ids=evidence,
+                not_before=activate_at,
+                deadline=now + (sched.high_deadline if high else sched.medium_deadline),
+                priority=attention.score,
+                payload={"decision": decision.value, "reasons": attention.reasons},
             )
+            self.events.transition(event.id, EventState.CLASSIFIED, now)
             event = self.scheduler.schedule(event.id, now)
             action, reason = IngestAction.SCHEDULED, f"attention {decision.value}"
         if action is not IngestAction.RECORDED:
@@ -300,21 +307,50 @@ class Kernel:
             message, event, assignment, attention, action, activate_at, superseded, tuple(hits), reason
         )
 
-    def _forced(self, event: BotEvent, now: float) -> tuple[IngestAction, BotEvent, str, float | None]:
-        verdict = self.budgets.actor(event.chat_id).can_speak(now, forced=True)
-        payload = {"forced": True}
+    def _keys_for(self, chat_id: str, thread_id: str) -> tuple[LexiconKey, ...]:
+        """The lexicon keys a message of this chat and thread is matched against (cached)."""
+        keys = self._match_keys.get(thread_id)
+        if keys is None:
+            keys = self._match_keys[thread_id] = (
+                GLOBAL_KEY,
+                LexiconKey(LexiconScope.GROUP, chat_id),
+                LexiconKey(LexiconScope.THREAD, thread_id),
+                PERSONA_KEY,
+            )
+        return keys
+
+    def _forced(
+        self, message: ChatMessage, thread_id: str, attention: Attention, now: float
+    ) -> tuple[IngestAction, BotEvent, str, float | None]:
+        chat_id = message.chat_id
+        verdict = self.budgets.actor(chat_id).can_speak(now, forced=True)
+        deadline = now + self.settings.scheduling.forced_deadline
+        retry = verdict.retry_at
+        delayed = not verdict.allowed and retry is not None and retry <= deadline
+        payload: dict[str, object] = {"forced": True, "reasons": attention.reasons}
+        if not verdict.allowed and not delayed:
+            payload["skip_reason"] = verdict.reason
+        event = self.events.create(
+            kind=MESSAGE_KIND,
+            chat_id=chat_id,
+            now=now,
+            thread_id=thread_id,
+            actor_ids=(message.sender_id,),
+            evidence_message_ids=(message.message_id,),
+            not_before=retry if delayed else now,
+            deadline=deadline,
+            priority=1.0,
+            payload=payload,
+        )
         if verdict.allowed:
-            self.events.update(event.id, now, payload=payload)
+            self.events.transition(event.id, EventState.CLASSIFIED, now)
             event = self.events.transition(event.id, EventState.ELIGIBLE, now)
             return IngestAction.ACT_NOW, event, "forced", now
-        deadline = now + self.settings.scheduling.forced_deadline
-        if verdict.retry_at is not None and verdict.retry_at <= deadline:
-            self.events.update(
-                event.id, now, not_before=verdict.retry_at, deadline=deadline, payload=payload
-            )
+        if delayed:
+            self.events.transition(event.id, EventState.CLASSIFIED, now)
             event = self.scheduler.schedule(event.id, now)
-            return IngestAction.SCHEDULED, event, f"forced, delayed: {verdict.reason}", verdict.retry_at
-        event = self._skip(event.id, now, verdict.reason)
+            return IngestAction.SCHEDULED, event, f"forced, delayed: {verdict.reason}", retry
+        event = self.events.transition(event.id, EventState.SKIPPED, now)
         return IngestAction.RECORDED, event, f"forced, dropped: {verdict.reason}", None
 
     def _ingest_own(self, message: ChatMessage) -> IngestResult:
@@ -537,6 +573,9 @@ class Kernel:
             del self._bot_in_thread[thread_id]
         for chat_id in [c for c, at in self._last_message_at.items() if at < horizon]:
             del self._last_message_at[chat_id]
+        threads = self.threads
+        for thread_id in [t for t in self._match_keys if threads.get(t) is None]:
+            del self._match_keys[thread_id]
         return dropped
 
     def restore_events(self, events: Iterable[BotEvent], now: float) -> int:
@@ -586,6 +625,3 @@ class Kernel:
             lexicon=self.lexicon.statistics(),
         )
 
-
-def _payload(attention: Attention) -> Mapping[str, object]:
-    return MappingProxyType({"decision": attention.decision.value, "reasons": attention.reasons})

@@ -88,6 +88,12 @@ class KernelSettings:
     lexicon_terms: tuple[str, ...] = ()
     # The bot's own user ids: its outgoing messages and its place in threads are recognised by them.
     self_ids: tuple[str, ...] = ()
+    # ``[attention].read_max_chars``: how much of a message the lexicon match and question check read.
+    read_max_chars: int = 4_000
+
+    def __post_init__(self) -> None:
+        if self.read_max_chars < 16:
+            raise InvalidSetting("attention.read_max_chars", "must be at least 16")
 
     @classmethod
     def from_config(cls, cfg: GreyWindConfig, *, self_ids: tuple[str, ...] = ()) -> KernelSettings:
@@ -128,4 +134,5 @@ class KernelSettings:
             persona_aliases=tuple(cfg.persona.aliases),
             lexicon_terms=tuple(cfg.lexicon.terms),
             self_ids=tuple(str(i) for i in self_ids),
+            read_max_chars=a.read_max_chars,
         )

@@ -443,3 +443,11 @@ def test_statistics_aggregate_every_component() -> None:
     assert stats.events.created == 3
     assert stats.threads.chats == 2
     assert stats.lexicon.pinned >= 3
+
+
+def test_only_the_head_of_a_huge_message_is_read_for_keywords() -> None:
+    kernel = make(read_max_chars=100)
+    tail_only = kernel.ingest(msg("嗯" * 500 + "猫粮", 1.0))
+    assert tail_only.keyword_hits == ()
+    head = kernel.ingest(msg("猫粮" + "嗯" * 500, 2.0, chat="2"))
+    assert [h.term for h in head.keyword_hits] == ["猫粮"]
