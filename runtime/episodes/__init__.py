@@ -19,7 +19,12 @@ from runtime.episodes.actions import (
     Wait,
     parse_action,
 )
-from runtime.episodes.control_tools import CONTROL_TOOLS, action_from_text, action_from_tool_call
+from runtime.episodes.control_tools import (
+    CONTROL_TOOLS,
+    action_from_text,
+    action_from_tool_call,
+    episode_messages,
+)
 from runtime.episodes.episode import TRANSITIONS, Episode, EpisodeStatus, EpisodeStep, Observation
 from runtime.episodes.loop import (
     EpisodeOutcome,
@@ -63,6 +68,7 @@ __all__ = [
     "action_from_text",
     "action_from_tool_call",
     "episode_id_of",
+    "episode_messages",
     "observation_from_messages",
     "parse_action",
     "resume",

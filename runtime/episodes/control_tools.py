@@ -1,8 +1,9 @@
-"""The episode's control actions as OpenAI tools (DESIGN.md §5), and the mapping back.
+"""The episode's control actions as OpenAI tools (DESIGN.md §5), and the mapping both ways.
 
 A model-backed reasoner offers :data:`CONTROL_TOOLS` beside the registered tools' schemas; whatever
 the model answers goes through :func:`action_from_tool_call` (a tool call) or
-:func:`action_from_text` (plain text with no tool call, which is a reply).
+:func:`action_from_text` (plain text with no tool call, which is a reply). The steps taken so far go
+back to the model as Chat Completions messages through :func:`episode_messages`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.episodes.actions import Malformed, ParsedAction, parse_action
+from runtime.episodes.actions import Malformed, ParsedAction, ToolCall, Wait, parse_action
+from runtime.episodes.episode import Episode
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -74,3 +76,51 @@ def action_from_tool_call(name: str, arguments: str | Mapping[str, Any] | None,
 def action_from_text(text: str | None) -> ParsedAction:
     """A plain answer with no tool call is a reply; an empty one is unreadable."""
     return parse_action({"type": "reply", "text": text or ""})
+
+
+def episode_messages(episode: Episode) -> list[dict[str, Any]]:
+    """The episode's steps as Chat Completions messages, to follow the prompt.
+
+    Each tool call (a registered tool, or a ``wait`` that was refused) is an assistant message with
+    one ``tool_calls`` entry followed by the ``tool`` message holding its observation. A ``wait``
+    that was taken is answered by the resume step: what happened in the thread meanwhile is the
+    result of the wait. An unreadable answer becomes a system note saying what was wrong.
+    """
+    messages: list[dict[str, Any]] = []
+    pending_wait: str | None = None
+    for step in episode.steps:
+        action, observation = step.action, step.observation
+        if action is None:
+            if observation is None:
+                continue
+            if pending_wait is not None:
+                messages.append(_tool_result(pending_wait, observation.content))
+                pending_wait = None
+            else:
+                messages.append({"role": "system", "content": observation.content})
+            continue
+        if isinstance(action, Malformed):
+            problem = observation.content if observation is not None else action.problem
+            messages.append({"role": "system", "content": f"[your last answer could not be used: {problem}]"})
+            continue
+        if not isinstance(action, ToolCall | Wait):
+            continue  # reply / observe / expire end the run; nothing follows them
+        call_id = f"call_{episode.id}_{step.index}"
+        if isinstance(action, ToolCall):
+            name, args = action.name, dict(action.args)
+            call_id = action.call_id or call_id
+        else:
+            name, args = "wait", {"seconds": action.seconds, "reason": action.reason}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": call_id, "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+        }]})
+        if observation is not None:
+            messages.append(_tool_result(call_id, observation.content))
+        else:
+            pending_wait = call_id
+    return messages
+
+
+def _tool_result(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}

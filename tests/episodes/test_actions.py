@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from runtime.episodes import (
@@ -74,3 +76,39 @@ def test_plain_text_is_a_reply() -> None:
     assert action_from_text("你好") == Reply("你好")
     assert isinstance(action_from_text(""), Malformed)
     assert isinstance(action_from_text(None), Malformed)
+
+
+@pytest.mark.asyncio
+async def test_episode_steps_become_chat_messages_with_paired_tool_calls() -> None:
+    from runtime.episodes import (
+        Episode,
+        EpisodeSettings,
+        ScriptedReasoner,
+        episode_messages,
+        resume,
+        run_episode,
+    )
+    from runtime.episodes.episode import Observation
+    from runtime.kernel.clock import ManualClock
+    from runtime.tools import ToolRegistry, ToolSpec
+
+    clock = ManualClock(100.0)
+    settings = EpisodeSettings(min_wait=1)
+    tools = ToolRegistry()
+    tools.register(ToolSpec(name="echo", description="Echo.", execute=lambda a, c: "pong"))
+    episode = Episode.start(id="e", chat_id="group:1", now=clock.now(), max_steps=5, time_limit=60)
+    script: list[object] = [ToolCall("echo", {"x": 1}, call_id="abc"), {"type": "nonsense"},
+                            Wait(30, "later")]
+    waiting = await run_episode(episode, ScriptedReasoner(script), tools, clock=clock, settings=settings)
+    clock.advance(30)
+    resumed = resume(waiting.episode, [Observation("thread", True, "alice: 我回来了")], clock.now())
+    messages = episode_messages(resumed)
+    assert [m["role"] for m in messages] == ["assistant", "tool", "system", "assistant", "tool"]
+    assert messages[0]["tool_calls"][0]["id"] == messages[1]["tool_call_id"] == "abc"
+    assert messages[1]["content"] == "pong"
+    assert "nonsense" in messages[2]["content"]
+    wait_call = messages[3]["tool_calls"][0]
+    assert wait_call["function"]["name"] == "wait"
+    assert json.loads(wait_call["function"]["arguments"]) == {"seconds": 30, "reason": "later"}
+    assert messages[4]["tool_call_id"] == wait_call["id"]
+    assert "我回来了" in messages[4]["content"]
