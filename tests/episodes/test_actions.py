@@ -8,16 +8,25 @@ import pytest
 
 from runtime.episodes import (
     CONTROL_TOOLS,
+    Episode,
+    EpisodeSettings,
     Expire,
     Malformed,
     Observe,
     Reply,
+    ScriptedReasoner,
     ToolCall,
     Wait,
     action_from_text,
     action_from_tool_call,
+    episode_messages,
     parse_action,
+    resume,
+    run_episode,
 )
+from runtime.episodes.episode import Observation
+from runtime.kernel.clock import ManualClock
+from runtime.tools import ToolRegistry, ToolSpec
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -80,18 +89,6 @@ def test_plain_text_is_a_reply() -> None:
 
 @pytest.mark.asyncio
 async def test_episode_steps_become_chat_messages_with_paired_tool_calls() -> None:
-    from runtime.episodes import (
-        Episode,
-        EpisodeSettings,
-        ScriptedReasoner,
-        episode_messages,
-        resume,
-        run_episode,
-    )
-    from runtime.episodes.episode import Observation
-    from runtime.kernel.clock import ManualClock
-    from runtime.tools import ToolRegistry, ToolSpec
-
     clock = ManualClock(100.0)
     settings = EpisodeSettings(min_wait=1)
     tools = ToolRegistry()
