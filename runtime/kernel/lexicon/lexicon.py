@@ -27,6 +27,7 @@ Matching is plain substring matching on normalised text ("ai" occurs in "said");
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 
 import ahocorasick
 
@@ -49,6 +50,7 @@ from runtime.kernel.lexicon.terms import (
 )
 
 Disposer = Callable[[], bool]
+_SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
 LEARNED = "learned"
 
 
@@ -203,29 +205,33 @@ class DynamicLexicon:
     def match(self, text: str, keys: Iterable[LexiconKey]) -> list[KeywordHit]:
         """Every occurrence of every non-suppressed term of ``keys`` in ``text``.
 
-        Sorted by start, then end, then key and term; offsets index ``normalize_text(text)``.
+        Sorted by start, then end, then the order of ``keys``; offsets index ``normalize_text(text)``.
         """
         normalized = normalize_text(text)
         encoded = encode_units(normalized)
         hits: list[KeywordHit] = []
         units: UnitMap | None = None
         for key in dict.fromkeys(keys):
-            for start_byte, _end_byte, surface, entry in self._scan(key, encoded):
-                if units is None:
-                    units = UnitMap(normalized)
+            found = self._scan(key, encoded)
+            if not found:
+                continue
+            if units is None:
+                units = UnitMap(normalized, len(encoded))
+            if units.identity:
+                hits.extend(
+                    KeywordHit(key, entry.text, surface, start >> 1, end >> 1, entry.weight, entry.confidence)
+                    for start, end, surface, entry in found
+                )
+                continue
+            for start_byte, _end_byte, surface, entry in found:
                 start = units.char_offset(start_byte >> 1)
                 hits.append(
                     KeywordHit(
-                        key=key,
-                        term=entry.text,
-                        surface=surface,
-                        start=start,
-                        end=start + len(surface),
-                        weight=entry.weight,
-                        confidence=entry.confidence,
+                        key, entry.text, surface, start, start + len(surface), entry.weight, entry.confidence
                     )
                 )
-        hits.sort(key=lambda hit: (hit.start, hit.end, str(hit.key), hit.term))
+        # Stable: at one (start, end) the hits stay in the order of the keys.
+        hits.sort(key=_SPAN)
         return hits
 
     def score(self, text: str, keys: Iterable[LexiconKey]) -> float:
@@ -233,8 +239,10 @@ class DynamicLexicon:
         encoded = encode_units(normalize_text(text))
         spans: list[Span] = []
         for key in dict.fromkeys(keys):
-            for start_byte, end_byte, _surface, entry in self._scan(key, encoded):
-                spans.append((start_byte, end_byte, entry.text, entry.weight * entry.confidence))
+            spans.extend(
+                (start, end, entry.text, entry.weight * entry.confidence)
+                for start, end, _surface, entry in self._scan(key, encoded)
+            )
         return score_spans(spans)
 
     def _scan(self, key: LexiconKey, encoded: str) -> list[tuple[int, int, str, Entry]]:
@@ -480,26 +488,32 @@ def _occurrences(
 
     Latin-1 "bytes" of the UTF-16 encoding: a match must start on an even byte, else it straddles
     two code units and is not an occurrence. Surfaces no longer owned, or suppressed, are skipped
-    (a stale automaton during learning may still hold them).
+    (a stale automaton during learning may still hold them). This is the per-message loop: the
+    owner lookup is inlined.
     """
     if automaton is None:
         return []
     found: list[tuple[int, int, str, Entry]] = []
-    owner = store.owner
+    entries = store.entries
+    aliases = store.aliases
+    suppressed = TermStatus.SUPPRESSED
     for last, payload in automaton.iter(encoded):
-        if type(payload) is str:
+        if payload.__class__ is str:
             surface: str = payload
-            length = len(payload) << 1
+            start = last + 1 - (len(payload) << 1)
         else:
             surface, length = payload
-        end = last + 1
-        start = end - length
+            start = last + 1 - length
         if start & 1:
             continue
-        entry = owner(surface)
-        if entry is None or entry.status is TermStatus.SUPPRESSED:
-            continue
-        found.append((start, end, surface, entry))
+        entry = entries.get(surface)
+        if entry is None:
+            owner_text = aliases.get(surface)
+            entry = None if owner_text is None else entries.get(owner_text)
+            if entry is None:
+                continue
+        if entry.status is not suppressed:
+            found.append((start, last + 1, surface, entry))
     return found
 
 

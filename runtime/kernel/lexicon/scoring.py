@@ -26,15 +26,16 @@ def score_spans(spans: list[Span]) -> float:
     """The keyword score of ``spans`` under the rules in this module's docstring."""
     if not spans:
         return 0.0
-    spans.sort(key=lambda span: (span[0], -span[1], -span[3]))
+    # Leftmost, then longest, then best value first; plain tuple order sorts in C.
+    ordered = sorted([(start, -end, -value, term) for start, end, term, value in spans])
     best: dict[str, float] = {}
     covered_to = -1
-    for start, end, term, value in spans:
+    for start, neg_end, neg_value, term in ordered:
         if start < covered_to:
             continue
-        covered_to = end
-        if value > best.get(term, -1.0):
-            best[term] = value
+        covered_to = -neg_end
+        if -neg_value > best.get(term, -1.0):
+            best[term] = -neg_value
     keep = 1.0
     for value in best.values():
         keep *= 1.0 - min(1.0, max(0.0, value))

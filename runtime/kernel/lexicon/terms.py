@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from runtime.kernel.errors import KernelError
 
@@ -69,12 +70,14 @@ class KeywordTerm:
     decayed_at: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class KeywordHit:
+class KeywordHit(NamedTuple):
     """One occurrence of a term (through its text or an alias) in a normalised message.
 
     ``start``/``end`` are character offsets into ``normalize_text(message)``; ``surface`` is the
     normalised string that occurred (the term's text or one of its aliases).
+
+    A NamedTuple rather than a frozen dataclass: it is made once per hit on the per-message path,
+    and a frozen dataclass costs twice as much to build (one ``object.__setattr__`` per field).
     """
 
     key: LexiconKey
