@@ -162,6 +162,8 @@ class LifeDirector:
             if proposals is None:
                 failed.append(entry.key)
                 continue
+            if entry.scope.disposed:
+                continue  # withdrawn while it ran: what it proposed goes with it
             for proposal in proposals:
                 self._consider(entry, proposal, now, emitted, suppressed)
         return TickReport(now, quiet, tuple(called), tuple(emitted), tuple(suppressed), tuple(failed))

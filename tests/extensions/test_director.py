@@ -227,3 +227,21 @@ async def test_run_keeps_ticking_until_cancelled(
         await director.run()
     assert len(polls) >= 3
     assert director.statistics().ticks >= 3
+
+
+@pytest.mark.asyncio
+async def test_a_source_withdrawn_while_it_runs_emits_nothing(
+        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, sink: SchedulerSink,
+        clock: ManualClock, plugin: Scope) -> None:
+    chats.note(said(clock, "1"))
+    disposers: list[object] = []
+
+    async def poll(ctx: LifeContext) -> list[Proposal]:
+        disposers[0]()  # type: ignore[operator]
+        return [Proposal("group:1", "too late")]
+
+    disposers.append(registry.register_life_source(plugin, LifeSourceSpec("fickle", poll, 60)))
+    report = await director.tick()
+    assert report.emitted == ()
+    assert len(sink.scheduler) == 0
+    assert director.statistics().timers == 0
