@@ -21,11 +21,11 @@ horizon are pruned. Chats never share threads.
 
 from __future__ import annotations
 
-import math
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
 
+from runtime.kernel._chatstate import MAX_PARTICIPANTS, ChatState, ThreadState, choose, remember
 from runtime.kernel._features import extract_terms
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.ids import IdFactory, counter_ids
@@ -39,14 +39,9 @@ __all__ = [
     "ThreadTrackerStatistics",
 ]
 
-# Per-thread memory: the last message ids and participants kept for snapshots and scoring.
-_RECENT_MESSAGE_IDS = 32
-_MAX_PARTICIPANTS = 32
 # A chat silent this long forgets which thread its messages went to (a reply can revive a pruned
 # thread until then).
 _FORGET_CHAT_AFTER = 86_400.0
-# Term statistics of a chat cover roughly this many recent messages.
-_DF_WINDOW = 500
 
 
 class _ThreadsConfigLike(Protocol):
@@ -177,54 +172,16 @@ class ThreadTrackerStatistics:
     by_reason: tuple[tuple[str, int], ...]
 
 
-class _Thread:
-    __slots__ = ("chat_id", "count", "id", "last_at", "message_ids", "participants", "started_at", "terms")
-
-    def __init__(self, thread_id: str, chat_id: str, now: float) -> None:
-        self.id = thread_id
-        self.chat_id = chat_id
-        self.started_at = now
-        self.last_at = now
-        self.count = 0
-        self.message_ids: deque[str] = deque(maxlen=_RECENT_MESSAGE_IDS)
-        self.participants: dict[str, float] = {}
-        self.terms: dict[str, float] = {}
-
-    def snapshot(self) -> ConversationThread:
-        return ConversationThread(
-            id=self.id,
-            chat_id=self.chat_id,
-            started_at=self.started_at,
-            last_at=self.last_at,
-            message_count=self.count,
-            message_ids=tuple(self.message_ids),
-            participants=tuple(self.participants),
-        )
-
-
-class _Chat:
-    __slots__ = ("addressed", "df", "docs", "last_at", "messages", "pairs", "speakers", "threads")
-
-    def __init__(self) -> None:
-        # Live threads, least recently active first.
-        self.threads: OrderedDict[str, _Thread] = OrderedDict()
-        self.messages: OrderedDict[str, str] = OrderedDict()
-        # user -> (thread id, when): where they last spoke / were last @-ed. Oldest first.
-        self.speakers: dict[str, tuple[str, float]] = {}
-        self.addressed: dict[str, tuple[str, float]] = {}
-        # (user, user) sorted -> (thread id, when) of their last exchange by @. Oldest first.
-        self.pairs: dict[tuple[str, str], tuple[str, float]] = {}
-        self.last_at = float("-inf")
-        # How many recent messages used each term (halved now and then, so it forgets slowly).
-        self.df: dict[str, float] = {}
-        self.docs = 0.0
-
-
-def _remember(table: dict[str, tuple[str, float]], user: str, value: tuple[str, float], cap: int) -> None:
-    table.pop(user, None)
-    table[user] = value
-    if len(table) > cap:
-        del table[next(iter(table))]
+def _snapshot(thread: ThreadState) -> ConversationThread:
+    return ConversationThread(
+        id=thread.id,
+        chat_id=thread.chat_id,
+        started_at=thread.started_at,
+        last_at=thread.last_at,
+        message_count=thread.count,
+        message_ids=tuple(thread.message_ids),
+        participants=tuple(thread.participants),
+    )
 
 
 class ThreadTracker:
@@ -233,8 +190,8 @@ class ThreadTracker:
     def __init__(self, settings: ThreadSettings | None = None, *, ids: IdFactory | None = None) -> None:
         self._settings = settings or ThreadSettings()
         self._ids = ids if ids is not None else counter_ids()
-        self._chats: OrderedDict[str, _Chat] = OrderedDict()
-        self._threads: dict[str, _Thread] = {}
+        self._chats: OrderedDict[str, ChatState] = OrderedDict()
+        self._threads: dict[str, ThreadState] = {}
         self._assigned = 0
         self._created = 0
         self._pruned = 0
@@ -255,7 +212,9 @@ class ThreadTracker:
         sender = message.sender_id
 
         terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
-        target, reason, score = self._choose(chat, message, terms, now)
+        target, reason, score = self._replied_thread(chat, message, now), "reply", float("inf")
+        if target is None:
+            target, reason, score = choose(chat, message, terms, now, s)
         created = False
         if target is None:
             target = self._new_thread(chat, chat_id, now)
@@ -265,102 +224,30 @@ class ThreadTracker:
         self._assigned += 1
         self._reasons[reason] = self._reasons.get(reason, 0) + 1
         cap = s.max_messages_per_chat
-        _remember(chat.speakers, sender, (target.id, now), cap)
+        remember(chat.speakers, sender, (target.id, now), cap)
         for user in message.mentions:
             if user != sender:
-                _remember(chat.addressed, user, (target.id, now), cap)
+                remember(chat.addressed, user, (target.id, now), cap)
                 pair_key = (sender, user) if sender < user else (user, sender)
                 chat.pairs.pop(pair_key, None)
                 chat.pairs[pair_key] = (target.id, now)
                 if len(chat.pairs) > cap:
                     del chat.pairs[next(iter(chat.pairs))]
-        return ThreadAssignment(target.snapshot(), created, reason, score)
+        return ThreadAssignment(_snapshot(target), created, reason, score)
 
-    def _choose(
-        self, chat: _Chat, message: ChatMessage, terms: tuple[str, ...], now: float
-    ) -> tuple[_Thread | None, str, float]:
-        s = self._settings
-        threads = chat.threads
-        if message.reply_to is not None:
-            tid = chat.messages.get(message.reply_to)
-            if tid is not None:
-                thread = threads.get(tid)
-                if thread is None:  # pruned while idle: the reply brings it back under its old id
-                    thread = self._revive(chat, tid, message.chat_id, now)
-                return thread, "reply", float("inf")
-        if not threads:
-            return None, "new", 0.0
-
-        horizon = now - s.horizon
-        scores: dict[str, float] = {}
-        best_reason: dict[str, tuple[float, str]] = {}
-
-        def add(tid: str, value: float, why: str) -> None:
-            if value <= 0.0 or tid not in threads:
-                return
-            scores[tid] = scores.get(tid, 0.0) + value
-            if value > best_reason.get(tid, (0.0, ""))[0]:
-                best_reason[tid] = (value, why)
-
-        sender = message.sender_id
-        mentioned = False
-        for user in message.mentions:
-            if user == sender:
-                continue
-            # Two people who talked to each other before most likely go on in that thread; failing
-            # that, the @ pulls the message to where the named person last spoke.
-            pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
-            if pair is not None and pair[1] >= horizon:
-                add(pair[0], s.weight_pair, "mention")
-                mentioned = True
-            spoke = chat.speakers.get(user)
-            if spoke is not None and spoke[1] >= horizon:
-                add(spoke[0], s.weight_mention, "mention")
-                mentioned = True
-        if not mentioned:
-            # An @ names the conversation outright; otherwise the speaker's own recent activity
-            # counts, fading over a few minutes so a later message may open a new topic.
-            own = chat.speakers.get(sender)
-            if own is not None:
-                add(own[0], s.weight_speaker * _fade(now - own[1], s.speaker_span), "speaker")
-            asked = chat.addressed.get(sender)
-            if asked is not None and (own is None or asked[1] >= own[1]):
-                add(asked[0], s.weight_addressed * _fade(now - asked[1], s.addressed_span), "addressed")
-
-        weights, total = _idf(chat, terms) if terms else ((), 0.0)
-        newest: _Thread | None = None
-        for rank, thread in enumerate(reversed(threads.values())):
-            if rank >= s.max_candidates or thread.last_at < horizon:
-                break
-            if newest is None:
-                newest = thread
-            idle = now - thread.last_at
-            if idle <= s.gap:
-                add(thread.id, s.weight_recent * (1.0 - idle / s.gap) / (1 + rank), "recent")
-            if weights and thread.terms:
-                add(thread.id, s.weight_terms * _overlap(weights, total, thread.terms), "terms")
-
-        if scores:
-            tid = max(scores, key=scores.__getitem__)
-            score = scores[tid]
-            if score >= s.join_threshold:
-                return threads[tid], best_reason[tid][1], score
-        else:
-            score = 0.0
-        if (
-            s.chatter_joins_recent
-            and not terms
-            and not message.mentions
-            and newest is not None
-            and now - newest.last_at <= s.gap
-        ):
-            # Words-free chatter ("lol", "哈哈", a sticker) carries no topic: it goes with the
-            # conversation that spoke last, as the ADR's recency rule has it.
-            return newest, "recent", score
-        return None, "new", score
+    def _replied_thread(self, chat: ChatState, message: ChatMessage, now: float) -> ThreadState | None:
+        if message.reply_to is None:
+            return None
+        tid = chat.messages.get(message.reply_to)
+        if tid is None:
+            return None
+        thread = chat.threads.get(tid)
+        if thread is None:  # pruned while idle: the reply brings it back under its old id
+            thread = self._revive(chat, tid, message.chat_id, now)
+        return thread
 
     def _absorb(
-        self, chat: _Chat, thread: _Thread, message: ChatMessage, terms: tuple[str, ...], now: float
+        self, chat: ChatState, thread: ThreadState, message: ChatMessage, terms: tuple[str, ...], now: float
     ) -> None:
         s = self._settings
         thread.last_at = max(thread.last_at, now)
@@ -369,21 +256,9 @@ class ThreadTracker:
         participants = thread.participants
         participants.pop(message.sender_id, None)
         participants[message.sender_id] = now
-        if len(participants) > _MAX_PARTICIPANTS:
+        if len(participants) > MAX_PARTICIPANTS:
             del participants[next(iter(participants))]
-        profile = thread.terms
-        for term in terms:
-            profile[term] = profile.get(term, 0.0) + 1.0
-        if len(profile) > 2 * s.max_terms_per_thread:
-            keep = sorted(profile.items(), key=lambda kv: kv[1], reverse=True)[: s.max_terms_per_thread]
-            thread.terms = {k: v / 2.0 for k, v in keep}  # halve: older vocabulary fades
-        df = chat.df
-        for term in terms:
-            df[term] = df.get(term, 0.0) + 1.0
-        chat.docs += 1.0
-        if chat.docs >= 2 * _DF_WINDOW:
-            chat.docs /= 2.0
-            chat.df = {k: v / 2.0 for k, v in df.items() if v > 1.0}
+        chat.learn(thread, terms, s.max_terms_per_thread)
         chat.threads.move_to_end(thread.id)
         chat.last_at = max(chat.last_at, now)
         messages = chat.messages
@@ -400,7 +275,7 @@ class ThreadTracker:
 
     def get(self, thread_id: str) -> ConversationThread | None:
         thread = self._threads.get(thread_id)
-        return None if thread is None else thread.snapshot()
+        return None if thread is None else _snapshot(thread)
 
     def recent(self, chat_id: str, now: float, limit: int = 8) -> list[ConversationThread]:
         """The chat's threads active within the horizon, most recent first."""
@@ -412,7 +287,7 @@ class ThreadTracker:
         for thread in reversed(chat.threads.values()):
             if len(out) >= limit or thread.last_at < cutoff:
                 break
-            out.append(thread.snapshot())
+            out.append(_snapshot(thread))
         return out
 
     # -- housekeeping ----------------------------------------------------------------------------
@@ -446,10 +321,10 @@ class ThreadTracker:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _chat(self, chat_id: str) -> _Chat:
+    def _chat(self, chat_id: str) -> ChatState:
         chat = self._chats.get(chat_id)
         if chat is None:
-            chat = self._chats[chat_id] = _Chat()
+            chat = self._chats[chat_id] = ChatState()
             if len(self._chats) > self._settings.max_chats:
                 _, evicted = self._chats.popitem(last=False)
                 for thread in list(evicted.threads.values()):
@@ -459,15 +334,15 @@ class ThreadTracker:
             self._chats.move_to_end(chat_id)
         return chat
 
-    def _new_thread(self, chat: _Chat, chat_id: str, now: float) -> _Thread:
+    def _new_thread(self, chat: ChatState, chat_id: str, now: float) -> ThreadState:
         thread_id = self._ids("th")
         while thread_id in self._threads:
             thread_id = self._ids("th")
         self._created += 1
         return self._revive(chat, thread_id, chat_id, now)
 
-    def _revive(self, chat: _Chat, thread_id: str, chat_id: str, now: float) -> _Thread:
-        thread = _Thread(thread_id, chat_id, now)
+    def _revive(self, chat: ChatState, thread_id: str, chat_id: str, now: float) -> ThreadState:
+        thread = ThreadState(thread_id, chat_id, now)
         chat.threads[thread_id] = thread
         self._threads[thread_id] = thread
         if len(chat.threads) > self._settings.max_threads_per_chat:
@@ -475,31 +350,6 @@ class ThreadTracker:
             self._pruned += 1
         return thread
 
-    def _drop(self, chat: _Chat, thread: _Thread) -> None:
-        del chat.threads[thread.id]
+    def _drop(self, chat: ChatState, thread: ThreadState) -> None:
+        chat.remove(thread)
         self._threads.pop(thread.id, None)
-
-
-def _fade(age: float, span: float) -> float:
-    """1 for something that just happened, falling linearly to 0 at ``span`` seconds old."""
-    return 1.0 - age / span if age < span else 0.0
-
-
-def _idf(chat: _Chat, terms: tuple[str, ...]) -> tuple[tuple[tuple[str, float], ...], float]:
-    """Each term with its rarity in the chat (common words weigh little) and the weights' sum."""
-    df = chat.df
-    base = math.log(chat.docs + 2.0)
-    pairs = tuple((t, base - math.log(df.get(t, 0.0) + 1.0)) for t in terms)
-    return pairs, sum(w for _, w in pairs)
-
-
-def _overlap(weights: tuple[tuple[str, float], ...], total: float, profile: dict[str, float]) -> float:
-    """Shared vocabulary in [0, 1]: the rarity-weighted share of the message's terms the thread used."""
-    if total <= 0.0:
-        return 0.0
-    hits = 0.0
-    for term, weight in weights:
-        used = profile.get(term)
-        if used is not None:
-            hits += weight if used >= 1.0 else weight * used
-    return hits / total
