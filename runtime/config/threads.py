@@ -43,7 +43,7 @@ class ThreadsConfig(Section):
     # Bounds: live threads and remembered message ids per chat, threads scored per message, words kept
     # per thread, characters and words read per message, chats tracked at once.
     max_threads_per_chat: int = Field(default=64, ge=1)
-    max_messages_per_chat: int = Field(default=5_000, ge=1)
+    max_messages_per_chat: int = Field(default=500, ge=1)
     max_candidates: int = Field(default=12, ge=1)
     max_terms_per_thread: int = Field(default=64, ge=1)
     max_feature_chars: int = Field(default=1_000, ge=1)

@@ -1,7 +1,7 @@
 """The ThreadTracker's per-chat memory and its scoring rule (private to ``runtime.kernel.threads``).
 
 Everything here is bounded by the caller's settings: a chat holds at most ``max_threads_per_chat``
-live threads, ``max_messages_per_chat`` remembered message ids and as many speakers; a thread holds
+live threads, ``max_messages_per_chat`` remembered message ids and ``MAX_PEOPLE`` speakers; a thread holds
 its last 32 message ids and participants and at most ``2 * max_terms_per_thread`` terms. The chat
 keeps an inverted index (term -> threads that used it) so shared vocabulary costs one lookup per
 message term instead of one per term per thread.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from runtime.kernel.message import ChatMessage
@@ -20,10 +20,13 @@ if TYPE_CHECKING:
 # Per-thread memory: the last message ids and participants kept for snapshots and scoring.
 RECENT_MESSAGE_IDS = 32
 MAX_PARTICIPANTS = 32
+# Per-chat memory of who last spoke / was @-ed / talked to whom, and where.
+MAX_PEOPLE = 512
 # Term statistics of a chat cover roughly this many recent messages.
 DF_WINDOW = 500
 
 Weights = tuple[tuple[str, float], ...]
+K = TypeVar("K", str, tuple[str, str])
 
 
 class ThreadState:
@@ -140,10 +143,10 @@ class ChatState:
             self._unpost(term, thread.id)
 
 
-def remember(table: dict[str, tuple[str, float]], user: str, value: tuple[str, float], cap: int) -> None:
-    """Set ``table[user]`` as the newest entry, dropping the oldest past ``cap``."""
-    table.pop(user, None)
-    table[user] = value
+def remember(table: dict[K, tuple[str, float]], key: K, value: tuple[str, float], cap: int) -> None:
+    """Set ``table[key]`` as the newest entry, dropping the oldest past ``cap``."""
+    table.pop(key, None)
+    table[key] = value
     if len(table) > cap:
         del table[next(iter(table))]
 
