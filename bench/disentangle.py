@@ -25,7 +25,8 @@ Printed, pooled over all files: 1 - scaled VI (100 * (1 - VI / log2 N)), one-to-
 (maximum-weight one-to-one matching of clusters), exact-match precision / recall / F over clusters
 of 2+ messages, and the tracker's throughput (median of several runs).
 
-    .venv/bin/python bench/disentangle.py [--data DIR] [--out FILE] [--baseline previous]
+    .venv/bin/python bench/disentangle.py [--data DIR] [--out FILE] [--config FILE]
+                                          [--mentions anywhere|prefix] [--baseline previous]
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.config.threads import ThreadsConfig
+from runtime.config import GreyWindConfig, load_config, parse_config
 from runtime.kernel.message import ChatKind, ChatMessage
+from runtime.kernel.settings import KernelSettings
 from runtime.kernel.threads import ThreadSettings, ThreadTracker
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "disentangle"
@@ -370,9 +372,17 @@ def load(data: Path, *, anywhere: bool = True) -> list[tuple[str, list[Line], Cl
     return out
 
 
+def bot_thread_settings(config: GreyWindConfig | None = None) -> ThreadSettings:
+    """The tracker settings the bot builds from its config (an empty config: the defaults)."""
+    return KernelSettings.from_config(config if config is not None else parse_config({})).threads
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of *.ascii.txt files")
+    parser.add_argument(
+        "--config", type=Path, help="a GreyWind TOML config to take [threads] from (default: the defaults)"
+    )
     parser.add_argument("--out", type=Path, help="write clusters here, one conversation a line")
     parser.add_argument("--baseline", choices=["previous"], help="score a baseline instead of the tracker")
     parser.add_argument(
@@ -385,7 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     corpus = load(args.data, anywhere=args.mentions == "anywhere")
-    settings = ThreadSettings.from_config(ThreadsConfig())
+    config = load_config(args.config) if args.config else parse_config({})
+    settings = bot_thread_settings(config)
     pairs: list[tuple[Clusters, Clusters]] = []
     written: list[str] = []
     messages = sum(1 for _, log, _ in corpus for line in log if line.message is not None)
@@ -398,7 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         pairs.append((gold, pred))
         written += [f"{stem}:" + " ".join(map(str, ids)) for ids in pred.values()]
     result = score(pairs)
-    name = f"baseline {args.baseline}" if args.baseline else "ThreadTracker (default [threads] config)"
+    source = args.config or "default [threads] config"
+    name = f"baseline {args.baseline}" if args.baseline else f"ThreadTracker ({source})"
     print(f"{name} on {args.data}: {len(corpus)} files, {messages} chat messages fed, "
           f"{result.messages} scored, mentions: {args.mentions}")
     print(f"  1 - scaled VI   {result.one_minus_vi:6.1f}")
