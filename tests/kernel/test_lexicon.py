@@ -162,8 +162,8 @@ def test_adding_the_same_text_again_updates_it_and_keeps_first_seen() -> None:
     assert len(lexicon.terms(GROUP_A)) == 1
 
 
-@pytest.mark.parametrize("text", ["猫", " 猫 ", "", "   ", "\u200b猫", "Ａ"])
-def test_terms_under_two_characters_are_refused(text: str) -> None:
+@pytest.mark.parametrize("text", ["猫", " 猫 ", "", "   ", "\u200b猫", "Ａ", "灰\ud83d"])
+def test_terms_under_two_characters_or_with_half_an_emoji_are_refused(text: str) -> None:
     lexicon = make()
     with pytest.raises(InvalidTerm):
         lexicon.add(GROUP_A, text, now=0.0)

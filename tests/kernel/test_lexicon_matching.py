@@ -91,6 +91,7 @@ def message_with_terms(draw: st.DrawFn) -> tuple[list[Spec], str]:
 @given(message_with_terms(), st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True))
 @example(([(GROUP, "\u6100a", [], TermStatus.ACTIVE, 1.0)], "a\x00\u6100a"), [GROUP])
 @example(([(GROUP, "\u6161a", ["\x00\u6161"], TermStatus.ACTIVE, 1.0)], "aa\u6161a"), [GROUP])
+@example(([(GLOBAL_KEY, "İ\ud83d", [], TermStatus.ACTIVE, 1.0)], "İ🐺"), [GLOBAL_KEY])
 def test_match_equals_a_brute_force_substring_reference(
     case: tuple[list[Spec], str], keys: list[LexiconKey]
 ) -> None:

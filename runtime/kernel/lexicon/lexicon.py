@@ -26,6 +26,7 @@ Matching is plain substring matching on normalised text ("ai" occurs in "said");
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 
@@ -51,6 +52,7 @@ from runtime.kernel.lexicon.terms import (
 
 Disposer = Callable[[], bool]
 _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 LEARNED = "learned"
 
 
@@ -532,6 +534,9 @@ def _valid(text: str) -> str:
     normalized = normalize_term(text)
     if len(normalized) < 2:
         raise InvalidTerm(f"{text!r}: a term or alias needs at least two characters after normalisation")
+    if _SURROGATE.search(normalized) is not None:
+        # Half a character: it would match half of an emoji in the text.
+        raise InvalidTerm(f"{text!r}: a term or alias cannot hold a lone surrogate")
     return normalized
 
 

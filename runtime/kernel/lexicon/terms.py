@@ -130,7 +130,8 @@ class LexiconError(KernelError):
 
 
 class InvalidTerm(LexiconError):  # noqa: N818 - named like the kernel's other faults
-    """Raised for a term or alias under two characters, or a weight or confidence outside [0, 1]."""
+    """Raised for a term or alias under two characters or with a lone surrogate, or a weight or
+    confidence outside [0, 1]."""
 
 
 class LexiconFull(LexiconError):  # noqa: N818 - named like the kernel's other faults
