@@ -17,7 +17,14 @@ from pydantic import ValidationError
 
 from runtime.config.schema import GreyWindConfig
 
-__all__ = ["DEFAULT_CONFIG_PATH", "ConfigError", "GreyWindConfig", "config_path", "load_config", "parse_config"]
+__all__ = [
+    "DEFAULT_CONFIG_PATH",
+    "ConfigError",
+    "GreyWindConfig",
+    "config_path",
+    "load_config",
+    "parse_config",
+]
 
 DEFAULT_CONFIG_PATH = Path("config/greywind.toml")
 
@@ -50,7 +57,8 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> GreyWi
                 problems.append(f"{key}: unknown key")
             else:
                 problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
-        raise ConfigError(f"invalid configuration in {source}:\n  " + "\n  ".join(problems), tuple(keys)) from None
+        message = f"invalid configuration in {source}:\n  " + "\n  ".join(problems)
+        raise ConfigError(message, tuple(keys)) from None
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> GreyWindConfig:
