@@ -174,6 +174,8 @@ class ThreadTrackerStatistics:
     created: int
     pruned: int
     by_reason: tuple[tuple[str, int], ...]
+    remembered_messages: int  # message ids kept for reply lookup, all chats
+    indexed_terms: int  # distinct terms in the chats' thread vocabularies
 
 
 def _snapshot(thread: ThreadState) -> ConversationThread:
@@ -318,6 +320,8 @@ class ThreadTracker:
             created=self._created,
             pruned=self._pruned,
             by_reason=tuple(sorted(self._reasons.items())),
+            remembered_messages=sum(len(c.messages) for c in self._chats.values()),
+            indexed_terms=sum(len(c.postings) for c in self._chats.values()),
         )
 
     # -- internals -------------------------------------------------------------------------------

@@ -250,6 +250,38 @@ def test_threads_per_chat_are_capped(tracker: ThreadTracker) -> None:
     assert stats.pruned == 45
 
 
+def test_chats_are_capped_oldest_first(tracker: ThreadTracker) -> None:
+    small = dataclasses.replace(tracker.settings, max_chats=3)
+    capped = ThreadTracker(small)
+    groups = [Group(capped, str(i)) for i in range(5)]
+    for g in groups:
+        g.say("alice", "大家好")
+    assert capped.statistics().chats == 3
+    assert capped.thread_of(groups[0].chat_id, "1") is None
+    assert capped.thread_of(groups[4].chat_id, "1") is not None
+
+
+def test_vocabulary_stays_bounded_in_a_long_conversation(tracker: ThreadTracker) -> None:
+    group = Group(tracker)
+    for i in range(3_000):
+        group.say("alice", f"word{i} term{i % 7} 话题{i % 13}号 thing{i * 7}", after=3)
+    stats = tracker.statistics()
+    assert stats.threads == 1
+    assert stats.remembered_messages == tracker.settings.max_messages_per_chat
+    assert stats.indexed_terms <= 2 * tracker.settings.max_terms_per_thread
+
+
+def test_dropped_threads_leave_no_vocabulary_behind(tracker: ThreadTracker) -> None:
+    small = dataclasses.replace(tracker.settings, max_threads_per_chat=4)
+    capped = ThreadTracker(small)
+    group = Group(capped)
+    for i in range(200):
+        group.say(f"user{i}", f"alpha{i} beta{i} gamma{i}", after=400)
+    assert capped.statistics().indexed_terms == 4 * 3
+    capped.prune(group.now + 86_400)
+    assert capped.statistics().indexed_terms == 0
+
+
 def test_remembered_message_ids_are_capped(tracker: ThreadTracker) -> None:
     small = dataclasses.replace(tracker.settings, max_messages_per_chat=10)
     group = Group(ThreadTracker(small))
