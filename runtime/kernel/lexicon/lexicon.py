@@ -52,6 +52,9 @@ from runtime.kernel.lexicon.terms import (
 
 Disposer = Callable[[], bool]
 _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
+# tuple.__new__ skips the NamedTuple's Python-level __new__: half the cost of a hit.
+_new_hit: Callable[[type[KeywordHit], tuple[LexiconKey, str, str, int, int, float, float]], KeywordHit]
+_new_hit = tuple.__new__
 _SURROGATE = re.compile("[\ud800-\udfff]")
 LEARNED = "learned"
 
@@ -211,27 +214,28 @@ class DynamicLexicon:
         """
         normalized = normalize_text(text)
         encoded = encode_units(normalized)
+        one_unit_per_char = len(encoded) == 2 * len(normalized)  # no astral character
         hits: list[KeywordHit] = []
         units: UnitMap | None = None
         for key in dict.fromkeys(keys):
             found = self._scan(key, encoded)
             if not found:
                 continue
-            if units is None:
-                units = UnitMap(normalized, len(encoded))
-            if units.identity:
+            if one_unit_per_char:
                 hits.extend(
-                    KeywordHit(key, entry.text, surface, start >> 1, end >> 1, entry.weight, entry.confidence)
-                    for start, end, surface, entry in found
+                    [
+                        _new_hit(KeywordHit, (key, e.text, surface, s >> 1, t >> 1, e.weight, e.confidence))
+                        for s, t, surface, e in found
+                    ]
                 )
                 continue
-            for start_byte, _end_byte, surface, entry in found:
-                start = units.char_offset(start_byte >> 1)
-                hits.append(
-                    KeywordHit(
-                        key, entry.text, surface, start, start + len(surface), entry.weight, entry.confidence
-                    )
-                )
+            if units is None:
+                units = UnitMap(normalized, len(encoded))
+            char_offset = units.char_offset
+            for start_byte, _end_byte, surface, e in found:
+                start = char_offset(start_byte >> 1)
+                end = start + len(surface)
+                hits.append(_new_hit(KeywordHit, (key, e.text, surface, start, end, e.weight, e.confidence)))
         # Stable: at one (start, end) the hits stay in the order of the keys.
         hits.sort(key=_SPAN)
         return hits

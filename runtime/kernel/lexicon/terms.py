@@ -129,10 +129,10 @@ class LexiconError(KernelError):
     """Base class of the lexicon's faults."""
 
 
-class InvalidTerm(LexiconError):  # noqa: N818 - named like the kernel's other faults
+class InvalidTerm(LexiconError):
     """Raised for a term or alias under two characters or with a lone surrogate, or a weight or
     confidence outside [0, 1]."""
 
 
-class LexiconFull(LexiconError):  # noqa: N818 - named like the kernel's other faults
+class LexiconFull(LexiconError):
     """Raised when a key is at its cap and nothing in it may be evicted."""
