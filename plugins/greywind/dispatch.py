@@ -82,11 +82,24 @@ class Dispatcher:
             self._idle = anyio.Event()
         try:
             await send.send((key, job))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        except BaseException as exc:  # closed under us, or the caller was cancelled while waiting
             self._submitted -= 1
             if self._done >= self._submitted:
                 self._idle.set()
-            raise DispatcherClosedError("the dispatcher is closed") from None
+            if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError):
+                raise DispatcherClosedError("the dispatcher is closed") from None
+            raise
+        self._max_queued = max(self._max_queued, self._queued())
+
+    def submit_nowait(self, key: str, job: Job) -> None:
+        """Queue ``job`` if its queue has room; ``anyio.WouldBlock`` when it is full."""
+        if self._closed:
+            raise DispatcherClosedError("the dispatcher is closed")
+        send, _ = self._streams[self._shard(key)]
+        send.send_nowait((key, job))  # WouldBlock propagates: the caller decides what to do
+        self._submitted += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
         self._max_queued = max(self._max_queued, self._queued())
 
     def _queued(self) -> int:

@@ -8,7 +8,13 @@ NoneBot is initialised once, with the driver-less ``~none`` driver, and the plug
 from __future__ import annotations
 
 import nonebot
+import pytest
 
 if not getattr(nonebot, "_driver", None):
     nonebot.init(driver="~none")
     nonebot.load_plugin("plugins.greywind")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -340,8 +340,3 @@ async def test_a_failing_listener_does_not_stop_the_send() -> None:
     assert (await outbound.send("group:1", "照发")).sent
     dispose()
     assert len(records) == 1
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"

@@ -1,0 +1,108 @@
+"""Per-message work: ordered per chat, bounded, failures contained."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError
+
+
+@pytest.mark.anyio
+async def test_one_chats_jobs_run_in_arrival_order_while_chats_overlap() -> None:
+    seen: dict[str, list[int]] = {"a": [], "b": []}
+    dispatcher = Dispatcher(workers=4, queue_size=8)
+
+    def job(chat: str, n: int):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            await anyio.sleep(0.001 * ((n * 7) % 3))  # uneven work must not reorder a chat
+            seen[chat].append(n)
+
+        return run
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        for n in range(30):
+            await dispatcher.submit("a", job("a", n))
+            await dispatcher.submit("b", job("b", n))
+        await dispatcher.wait_idle()
+        dispatcher.close()
+    assert seen == {"a": list(range(30)), "b": list(range(30))}
+    stats = dispatcher.statistics()
+    assert stats.submitted == stats.done == 60
+    assert stats.failed == 0
+
+
+@pytest.mark.anyio
+async def test_a_failing_job_is_counted_and_the_next_one_runs() -> None:
+    ran: list[str] = []
+    dispatcher = Dispatcher(workers=1, queue_size=4)
+
+    async def bad() -> None:
+        raise RuntimeError("runtime bug")
+
+    async def good() -> None:
+        ran.append("good")
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        await dispatcher.submit("g", bad)
+        await dispatcher.submit("g", good)
+        await dispatcher.wait_idle()
+        dispatcher.close()
+    assert ran == ["good"]
+    assert dispatcher.statistics().failed == 1
+
+
+@pytest.mark.anyio
+async def test_a_full_queue_makes_submit_wait_instead_of_dropping() -> None:
+    release = anyio.Event()
+    done: list[int] = []
+    dispatcher = Dispatcher(workers=1, queue_size=2)
+
+    async def blocker() -> None:
+        await release.wait()
+
+    def job(n: int):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            done.append(n)
+
+        return run
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        await dispatcher.submit("x", blocker)
+        await anyio.sleep(0.01)  # the worker takes the blocker
+        await dispatcher.submit("x", job(1))
+        dispatcher.submit_nowait("x", job(2))
+        with pytest.raises(anyio.WouldBlock):
+            dispatcher.submit_nowait("x", job(3))
+        third_queued = anyio.Event()
+
+        async def submit_third() -> None:
+            await dispatcher.submit("x", job(3))
+            third_queued.set()
+
+        tg.start_soon(submit_third)
+        await anyio.sleep(0.02)
+        assert not third_queued.is_set(), "a third job should wait for room"
+        assert dispatcher.statistics().queued == 2
+        release.set()
+        await third_queued.wait()
+        await dispatcher.wait_idle()
+        dispatcher.close()
+    assert done == [1, 2, 3]
+
+
+@pytest.mark.anyio
+async def test_closed_dispatcher_refuses_new_jobs() -> None:
+    dispatcher = Dispatcher(workers=1, queue_size=1)
+
+    async def nothing() -> None:
+        return None
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        dispatcher.close()
+        with pytest.raises(DispatcherClosedError):
+            await dispatcher.submit("x", nothing)
