@@ -25,7 +25,6 @@ MAX_PEOPLE = 512
 # Term statistics of a chat cover roughly this many recent messages.
 DF_WINDOW = 500
 
-Weights = tuple[tuple[str, float], ...]
 K = TypeVar("K", str, tuple[str, str])
 
 
@@ -75,24 +74,30 @@ class ChatState:
 
     # -- vocabulary ------------------------------------------------------------------------------
 
-    def weigh(self, terms: tuple[str, ...]) -> tuple[Weights, float]:
-        """Each term with its rarity in this chat (common words weigh little), and their sum."""
-        df = self.df
-        base = math.log(self.docs + 2.0)
-        log = math.log
-        weights = tuple((t, base - log(df.get(t, 0.0) + 1.0)) for t in terms)
-        return weights, sum(w for _, w in weights)
+    def term_hits(self, terms: tuple[str, ...]) -> tuple[dict[str, float], float]:
+        """Per thread, the summed rarity of the message terms it has used; and the terms' total.
 
-    def term_hits(self, weights: Weights) -> dict[str, float]:
-        """Per thread, the summed weight of the message terms it has used."""
-        hits: dict[str, float] = {}
+        A term's rarity is ``log(docs + 2) - log(df + 1)``: a word every message uses weighs
+        nothing, a word the chat has never seen weighs most (and matches no thread).
+        """
+        df = self.df
         postings = self.postings
-        for term, weight in weights:
+        log = math.log
+        base = log(self.docs + 2.0)
+        total = base * len(terms)
+        hits: dict[str, float] = {}
+        for term in terms:
+            seen = df.get(term)
+            weight = base
+            if seen:
+                common = log(seen + 1.0)
+                weight -= common
+                total -= common
             posting = postings.get(term)
             if posting:
                 for tid, used in posting.items():
                     hits[tid] = hits.get(tid, 0.0) + (weight if used >= 1.0 else weight * used)
-        return hits
+        return hits, total
 
     def learn(self, thread: ThreadState, terms: tuple[str, ...], max_terms: int) -> None:
         """Add a message's terms to the thread's profile and to the chat's term statistics."""
@@ -202,9 +207,7 @@ def choose(
     hits: dict[str, float] = {}
     total = 0.0
     if terms and chat.postings:
-        weights, total = chat.weigh(terms)
-        if total > 0.0:
-            hits = chat.term_hits(weights)
+        hits, total = chat.term_hits(terms)
     newest: ThreadState | None = None
     gap = s.gap
     weight_recent = s.weight_recent
