@@ -137,8 +137,8 @@ class ThreadResolver:
         self._conversations: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._by_rule: Counter[str] = Counter()
         self._created = 0
-        # Lexical profiles keyed by (thread id, updated_at, task titles): rebuilt only when they change.
-        self._profiles: dict[tuple[str, float, tuple[str, ...]], _Profile] = {}
+        # Lexical profiles keyed by (thread id, updated_at): rebuilt only when the thread changes.
+        self._profiles: dict[tuple[str, float], _Profile] = {}
 
     # -- explicit management -----------------------------------------------------------------------
 
@@ -326,11 +326,12 @@ class ThreadResolver:
         return lexical_score(terms, profile.haystack, profile.words)
 
     async def _profile(self, thread: TopicThread) -> _Profile:
-        tasks = await self._store.list_tasks(topic_thread_id=thread.id, limit=10)
-        goals = tuple(t.title for t in tasks if t.conclusion is None)
-        key = (thread.id, thread.updated_at, goals)
+        # A task change touches its thread (TaskBook), so (id, updated_at) keys the open tasks too.
+        key = (thread.id, thread.updated_at)
         profile = self._profiles.get(key)
         if profile is None:
+            tasks = await self._store.list_tasks(topic_thread_id=thread.id, limit=10)
+            goals = tuple(t.title for t in tasks if t.conclusion is None)
             vision = thread.vision or {}
             done_when = vision.get("done_when") or []
             parts = [

@@ -23,11 +23,13 @@ and a user's own memories only in that user's private chat. Messages are searche
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+import anyio
 import numpy as np
 import structlog
 
@@ -78,7 +80,9 @@ class RetrievalSettings:
     max_items: int = 5
     min_confidence: float = 0.15
     per_source: int = 6
-    keywords_max: int = 4
+    # Words searched one by one: each is a full-text query, and message searches cost the most.
+    keywords_max: int = 3
+    message_keywords_max: int = 2
     embedding_model: str | None = None
     min_cosine: float = 0.3
     # Messages of *other* conversations younger than this are left out: a conversation going on beside
@@ -127,6 +131,22 @@ def _keywords(terms: tuple[str, ...], limit: int) -> tuple[str, ...]:
     longer = [t for t in terms if len(t) >= 2]
     chosen = longer or list(terms)
     return tuple(sorted(dict.fromkeys(chosen), key=len, reverse=True)[:limit])
+
+
+T = TypeVar("T")
+
+
+async def _gather(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run store queries side by side (they queue on the backend together); results in order."""
+    results: list[T | None] = [None] * len(calls)
+
+    async def run(index: int, call: Callable[[], Awaitable[T]]) -> None:
+        results[index] = await call()
+
+    async with anyio.create_task_group() as group:
+        for index, call in enumerate(calls):
+            group.start_soon(run, index, call)
+    return results  # type: ignore[return-value]
 
 
 def _coverage(keywords: tuple[str, ...], matched: set[str]) -> float:
@@ -186,8 +206,12 @@ class RetrievalEngine:
                 found[key] = _Candidate(slot, source)
 
         if keywords:
-            await self._search_memories(query, keywords, scopes, offer)
-            await self._search_messages(query, keywords, offer)
+            await _gather(
+                [
+                    functools.partial(self._search_memories, query, keywords, scopes, offer),
+                    functools.partial(self._search_messages, query, keywords, offer),
+                ]
+            )
         for task in tasks:
             if task.conclusion:
                 text = f"{task.title}：{task.conclusion}"
@@ -223,10 +247,12 @@ class RetrievalEngine:
     ) -> None:
         matched: dict[str, set[str]] = {}
         memories: dict[str, Memory] = {}
-        for keyword in keywords:
-            for hit in await self._store.search_memories(
-                keyword, scopes=scopes, limit=self._settings.per_source
-            ):
+        limit = self._settings.per_source
+        results = await _gather(
+            [functools.partial(self._store.search_memories, k, scopes=scopes, limit=limit) for k in keywords]
+        )
+        for keyword, hits in zip(keywords, results, strict=True):
+            for hit in hits:
                 matched.setdefault(hit.memory.id, set()).add(keyword)
                 memories[hit.memory.id] = hit.memory
         for memory_id, words in matched.items():
@@ -250,10 +276,13 @@ class RetrievalEngine:
     async def _search_messages(self, query: RetrievalQuery, keywords: tuple[str, ...], offer: _Offer) -> None:
         matched: dict[str, set[str]] = {}
         messages: dict[str, StoredMessage] = {}
-        for keyword in keywords:
-            hits = await self._store.search_messages(
-                keyword, chat_ids=(query.chat_id,), limit=self._settings.per_source
-            )
+        searched = keywords[: self._settings.message_keywords_max]
+        limit = self._settings.per_source
+        chats = (query.chat_id,)
+        results = await _gather(
+            [functools.partial(self._store.search_messages, k, chat_ids=chats, limit=limit) for k in searched]
+        )
+        for keyword, hits in zip(searched, results, strict=True):
             for hit in hits:
                 message = hit.message
                 if message.message_id in query.exclude_message_ids or message.chat_id != query.chat_id:
@@ -267,7 +296,7 @@ class RetrievalEngine:
             same_topic = (
                 query.topic_thread_id is not None and message.topic_thread_id == query.topic_thread_id
             )
-            confidence = 0.25 + 0.5 * _coverage(keywords, words) + (0.1 if same_topic else 0.0)
+            confidence = 0.25 + 0.5 * _coverage(searched, words) + (0.1 if same_topic else 0.0)
             speaker = "灰风自己" if message.from_self else (message.sender_name or message.sender_id)
             reason = f"{'本线程' if same_topic else '本群'}的历史消息，含“{'、'.join(sorted(words))}”"
             offer(

@@ -2,7 +2,9 @@
 
 A task is created by a tool or an admin command, moves through ``open → in_progress → blocked/done/
 cancelled``, and on :meth:`TaskBook.conclude` keeps its conclusion: the ThreadSlot lists the thread's
-tasks, and the RetrievalEngine offers concluded tasks as "what we decided last time".
+tasks, and the RetrievalEngine offers concluded tasks as "what we decided last time". A change to a
+task is activity on its thread: the thread's ``updated_at`` moves too (the resolver's recency and its
+cached view of the thread's open tasks both follow it).
 """
 
 from __future__ import annotations
@@ -65,8 +67,14 @@ class TaskBook:
             tags=tags,
         )
         await self._store.upsert_task(task)
+        await self._touch(topic_thread_id, now)
         self._created += 1
         return task
+
+    async def _touch(self, topic_thread_id: str, now: float) -> None:
+        thread = await self._store.get_topic_thread(topic_thread_id)
+        if thread is not None and thread.updated_at < now:
+            await self._store.upsert_topic_thread(replace(thread, updated_at=now))
 
     async def get(self, task_id: str) -> Task:
         task = await self._store.get_task(task_id)
@@ -92,6 +100,7 @@ class TaskBook:
             updated_at=now,
         )
         await self._store.upsert_task(task)
+        await self._touch(task.topic_thread_id, now)
         self._updated += 1
         return task
 
@@ -103,6 +112,7 @@ class TaskBook:
             raise ValueError(f"a concluded task is done or cancelled, not {status}")
         task = replace(await self.get(task_id), status=status, conclusion=conclusion.strip(), updated_at=now)
         await self._store.upsert_task(task)
+        await self._touch(task.topic_thread_id, now)
         self._concluded += 1
         return task
 
