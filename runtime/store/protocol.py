@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from runtime.config.store import StoreConfig
 from runtime.store.records import (
     EpisodeRecord,
     EpisodeStep,
@@ -57,6 +58,9 @@ MemoryScope = tuple[ScopeType, str]
 
 @dataclass(frozen=True, slots=True)
 class StoreStatistics:
+    """``messages`` is the number of stored messages; the write counters count ``write`` batches and
+    items since the store was opened, and the writes that failed (each failure raised to the caller)."""
+
     backend: str
     messages: int
     batches_written: int
@@ -72,6 +76,14 @@ class RestorePolicy:
     speech_window: float = 86_400.0
     message_window: float = 3_600.0
     messages_per_chat: int = 200
+
+    @classmethod
+    def from_config(cls, config: StoreConfig) -> RestorePolicy:
+        return cls(
+            speech_window=config.restore_speech_window_ms / 1000,
+            message_window=config.restore_message_window_ms / 1000,
+            messages_per_chat=config.restore_messages_per_chat,
+        )
 
 
 DEFAULT_RESTORE = RestorePolicy()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.config.store import StoreConfig
 from runtime.store.errors import StoreClosedError
 from runtime.store.protocol import RestorePolicy, Store
 from runtime.store.records import (
@@ -511,3 +512,21 @@ async def test_closed_store_refuses_work(store: Store) -> None:
         await store.get_message(G1, "1")
     with pytest.raises(StoreClosedError):
         await store.write([msg(G1, "1", 1.0)])
+
+
+async def test_statistics_count_messages_and_batches(store: Store) -> None:
+    before = store.statistics()
+    await store.append_messages([msg(G1, "1", 1.0), msg(G1, "2", 2.0)])
+    await store.write([msg(G1, "2", 2.0, "edited"), msg(G2, "1", 3.0), SpeechRecord(G1, 4.0)])
+    stats = store.statistics()
+    assert stats.messages == 3 == await store.count_messages()
+    assert stats.batches_written - before.batches_written == 2
+    assert stats.items_written - before.items_written == 5
+
+
+async def test_restore_policy_from_config() -> None:
+
+    policy = RestorePolicy.from_config(
+        StoreConfig(restore_speech_window_ms=60_000, restore_messages_per_chat=7)
+    )
+    assert (policy.speech_window, policy.messages_per_chat) == (60.0, 7)

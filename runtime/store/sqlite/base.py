@@ -52,6 +52,7 @@ class SqliteBase:
         self._batches = 0
         self._items = 0
         self._failures = 0
+        self._message_count = 0
 
     @property
     def path(self) -> Path:

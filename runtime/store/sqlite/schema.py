@@ -51,6 +51,8 @@ def load_migrations() -> list[Migration]:
         if m:
             found.append(Migration(int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
     found.sort(key=lambda mig: mig.version)
+    if not found:
+        raise MigrationError(0, "no migration scripts found (runtime/store/sqlite/migrations/*.sql)")
     if [mig.version for mig in found] != list(range(1, len(found) + 1)):
         raise MigrationError(0, f"migration scripts are not numbered 1..n: {[m.name for m in found]}")
     return found

@@ -114,13 +114,15 @@ class SqliteStore(ContextTables, LayerTables):
         except BaseException:
             await db.close()
             raise
-        log.info("store.opened", path=str(file), schema_version=version)
-        return cls(db, file, config, version)
+        store = cls(db, file, config, version)
+        store._message_count = await store.count_messages()
+        log.info("store.opened", path=str(file), schema_version=version, messages=store._message_count)
+        return store
 
     def statistics(self) -> StoreStatistics:
         return StoreStatistics(
             backend="sqlite",
-            messages=-1,  # counting would need a query; use count_messages()
+            messages=self._message_count,
             batches_written=self._batches,
             items_written=self._items,
             write_failures=self._failures,
@@ -145,11 +147,20 @@ class SqliteStore(ContextTables, LayerTables):
             else:
                 runs.append((sql, rows))
 
+        count = self._message_count
+
         async def body(db: aiosqlite.Connection) -> None:
+            nonlocal count
             for sql, rows in runs:
                 await db.executemany(sql, rows)
+            if texts:
+                # Messages are never deleted and an upsert keeps its rowid: the top rowid is the count.
+                async with db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages") as cur:
+                    row = await cur.fetchone()
+                count = int(row[0]) if row else count
 
         await self._tx("write", body)
+        self._message_count = count
         self._batches += 1
         self._items += len(items)
 
