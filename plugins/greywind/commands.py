@@ -47,8 +47,16 @@ HELP = (
 MUTE_REQUEST_MAX_CHARS = 16
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|秒|m|min|分钟?|h|小时|d|天)?", re.IGNORECASE)
 _UNIT_SECONDS = {
-    "s": 1, "秒": 1, "m": 60, "min": 60, "分": 60, "分钟": 60,
-    "h": 3600, "小时": 3600, "d": 86400, "天": 86400,
+    "s": 1,
+    "秒": 1,
+    "m": 60,
+    "min": 60,
+    "分": 60,
+    "分钟": 60,
+    "h": 3600,
+    "小时": 3600,
+    "d": 86400,
+    "天": 86400,
 }
 _TARGET = re.compile(r"(?:g|group:)(\d{4,12})", re.IGNORECASE)
 _PUNCT = re.compile(r"[\s,，.。!！?？~～、…]+")

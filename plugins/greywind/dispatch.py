@@ -48,9 +48,10 @@ class Dispatcher:
     def __init__(self, *, workers: int = 16, queue_size: int = 256) -> None:
         if workers < 1 or queue_size < 1:
             raise ValueError("a dispatcher needs at least one worker and a queue of at least one")
-        self._streams: list[tuple[MemoryObjectSendStream[_Item], MemoryObjectReceiveStream[_Item]]] = [
-            anyio.create_memory_object_stream[_Item](queue_size) for _ in range(workers)
-        ]
+        self._workers = workers
+        self._queue_size = queue_size
+        # Created at start: streams that are never started would never be closed either.
+        self._streams: list[tuple[MemoryObjectSendStream[_Item], MemoryObjectReceiveStream[_Item]]] = []
         self._closed = False
         self._started = False
         self._running = 0
@@ -66,16 +67,20 @@ class Dispatcher:
         if self._started:
             raise RuntimeError("dispatcher already started")
         self._started = True
+        if self._closed:
+            return
+        size = self._queue_size
+        self._streams = [anyio.create_memory_object_stream[_Item](size) for _ in range(self._workers)]
         for index, (_, receive) in enumerate(self._streams):
             task_group.start_soon(self._work, receive, name=f"greywind-dispatch-{index}")
 
     def _shard(self, key: str) -> int:
-        return zlib.crc32(key.encode("utf-8")) % len(self._streams)
+        return zlib.crc32(key.encode("utf-8")) % self._workers
 
     async def submit(self, key: str, job: Job) -> None:
         """Queue ``job`` behind earlier jobs with the same ``key``; waits while that queue is full."""
-        if self._closed:
-            raise DispatcherClosedError("the dispatcher is closed")
+        if self._closed or not self._streams:
+            raise DispatcherClosedError("the dispatcher is closed" if self._closed else "not started")
         send, _ = self._streams[self._shard(key)]
         self._submitted += 1
         if self._idle.is_set():
@@ -93,8 +98,8 @@ class Dispatcher:
 
     def submit_nowait(self, key: str, job: Job) -> None:
         """Queue ``job`` if its queue has room; ``anyio.WouldBlock`` when it is full."""
-        if self._closed:
-            raise DispatcherClosedError("the dispatcher is closed")
+        if self._closed or not self._streams:
+            raise DispatcherClosedError("the dispatcher is closed" if self._closed else "not started")
         send, _ = self._streams[self._shard(key)]
         send.send_nowait((key, job))  # WouldBlock propagates: the caller decides what to do
         self._submitted += 1
@@ -126,14 +131,14 @@ class Dispatcher:
             await self._idle.wait()
 
     def close(self) -> None:
-        """Take no more jobs; the workers finish the queued ones and return."""
+        """Take no more jobs; the workers finish the queued ones and return. Idempotent."""
         self._closed = True
         for send, _ in self._streams:
             send.close()
 
     def statistics(self) -> DispatcherStatistics:
         return DispatcherStatistics(
-            workers=len(self._streams),
+            workers=self._workers,
             queued=self._queued(),
             running=self._running,
             submitted=self._submitted,

@@ -59,7 +59,7 @@ def model_is_configured(config: GreyWindConfig, env: Mapping[str, str] | None = 
 def model_hint(config_path: Path) -> str:
     return (
         "no model configured: set GREYWIND_LLM_BASE_URL and GREYWIND_LLM_MODEL (and GREYWIND_LLM_API_KEY "
-        f"if the endpoint needs one), or add a [[models.providers]] table with roles = [\"chat\"] to "
+        f'if the endpoint needs one), or add a [[models.providers]] table with roles = ["chat"] to '
         f"{config_path}. Running in shadow mode: messages are read and decided on, nothing is sent."
     )
 

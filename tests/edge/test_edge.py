@@ -1,0 +1,273 @@
+"""The edge as a whole, without a server: adapter events in, gateway calls and API calls out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+from anyio.abc import TaskGroup
+from nonebot.adapters.onebot.v11 import NoticeEvent
+
+from plugins.greywind.commands import RuntimeControl
+from plugins.greywind.edge import Edge, model_is_configured
+from plugins.greywind.gateway import EdgeContext, EdgeControl, LoggingGateway
+from plugins.greywind.notices import BotMuted, Notice
+from runtime.config import parse_config
+from runtime.kernel.message import ChatMessage
+from tests.edge.helpers import GROUP, SELF_ID, FakeBot, as_adapter_delivers, parse
+from tests.support import onebot_events as ob
+
+MODEL_ENV = {"GREYWIND_LLM_BASE_URL": "http://127.0.0.1:1/v1", "GREYWIND_LLM_MODEL": "m"}
+ADMIN = 4242
+
+
+class RecordingGateway:
+    """Stands where the runtime will: records what the edge hands over; can be told to fail."""
+
+    def __init__(self, edge: EdgeContext) -> None:
+        self.edge = edge
+        self.messages: list[ChatMessage] = []
+        self.notices: list[Notice] = []
+        self.fail_on: set[str] = set()
+        self.started = False
+        self.stopped = False
+        self._control = EdgeControl(edge)
+
+    @property
+    def control(self) -> RuntimeControl:
+        return self._control
+
+    async def start(self, task_group: TaskGroup) -> None:
+        self.started = True
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+    async def on_message(self, message: ChatMessage) -> None:
+        if message.text in self.fail_on:
+            raise RuntimeError("runtime bug")
+        await anyio.lowlevel.checkpoint()
+        self.messages.append(message)
+
+    async def on_notice(self, notice: Notice) -> None:
+        self.notices.append(notice)
+
+
+def build_edge(tmp_path: Path, *, env: dict[str, str] | None = None, **bot: Any) -> Edge:
+    config = parse_config({"bot": bot, "outbound": {"max_per_minute": 600, "burst": 50}})
+    return Edge(
+        config,
+        config_path=tmp_path / "greywind.toml",
+        data_dir=tmp_path / "data",
+        superusers=[str(ADMIN), "onebot:777"],
+        env=MODEL_ENV if env is None else env,
+        factory=RecordingGateway,
+    )
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[tuple[Edge, RecordingGateway, FakeBot]]:
+    edge = build_edge(tmp_path)
+    bot = FakeBot()
+    edge.bot_connected(str(SELF_ID), bot)
+    await edge.start()
+    gateway = edge.gateway
+    assert isinstance(gateway, RecordingGateway)
+    try:
+        yield edge, gateway, bot
+    finally:
+        await edge.stop()
+
+
+async def say(edge: Edge, user: int, segments: list[ob.Segment], *, group: int = GROUP, **kw: Any) -> None:
+    payload = ob.group_message(self_id=SELF_ID, group_id=group, user_id=user, message=segments, **kw)
+    await edge.handle_message(await as_adapter_delivers(payload))
+
+
+async def settle(edge: Edge) -> None:
+    await edge.dispatcher.wait_idle()
+
+
+@pytest.mark.anyio
+async def test_messages_reach_the_runtime_in_order_per_chat(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, _ = running
+    for n in range(20):
+        await say(edge, 42, [ob.text(f"a{n}")], group=1001)
+        await say(edge, 43, [ob.text(f"b{n}")], group=1002)
+    await settle(edge)
+    assert [m.text for m in gateway.messages if m.chat_id == "group:1001"] == [f"a{n}" for n in range(20)]
+    assert [m.text for m in gateway.messages if m.chat_id == "group:1002"] == [f"b{n}" for n in range(20)]
+    assert gateway.started
+
+
+@pytest.mark.anyio
+async def test_superuser_status_is_answered_and_not_passed_on(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, bot = running
+    await say(edge, ADMIN, [ob.text("/status")], message_id=31)
+    await say(edge, 777, [ob.at(SELF_ID), ob.text(" /status")])  # "onebot:777" in SUPERUSERS
+    await settle(edge)
+    assert gateway.messages == []
+    assert len(bot.calls) == 2
+    api, data, _ = bot.calls[0]
+    assert api == "send_group_msg"
+    assert data["message"][0] == {"type": "reply", "data": {"id": "31"}}
+    assert "灰风在线" in bot.texts()[0]
+    assert "收到消息" in bot.texts()[0]
+
+
+@pytest.mark.anyio
+async def test_a_command_from_anyone_else_is_just_a_message(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, bot = running
+    await say(edge, 42, [ob.text("/status")])
+    await settle(edge)
+    assert [m.text for m in gateway.messages] == ["/status"]
+    assert bot.calls == []
+
+
+@pytest.mark.anyio
+async def test_mute_word_opens_a_quiet_period_and_the_phrase_lifts_it(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, bot = running
+    chat = f"group:{GROUP}"
+    await say(edge, 42, [ob.at(SELF_ID), ob.text(" 闭嘴")])
+    await settle(edge)
+    assert gateway.messages[-1].text.endswith("闭嘴")
+    assert not gateway.messages[-1].addressed, "a mute request must not cost a model call"
+    assert (await edge.outbound.send(chat, "我还想说")).reason == "quiet"
+    # Chatter that merely contains the word, not addressed, changes nothing elsewhere.
+    await say(edge, 43, [ob.text("闭嘴")], group=GROUP + 1)
+    assert edge.outbound.gate(f"group:{GROUP + 1}").open
+    await say(edge, 42, [ob.text("灰风说话")])
+    await settle(edge)
+    assert edge.outbound.gate(chat).open
+    assert (await edge.outbound.send(chat, "我回来了")).sent
+    assert bot.texts() == ["我回来了"]
+
+
+@pytest.mark.anyio
+async def test_admin_mute_and_unmute_commands_close_and_open_the_gate(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, _, bot = running
+    chat = f"group:{GROUP}"
+    await say(edge, ADMIN, [ob.text("/mute 10m")])
+    await settle(edge)
+    verdict = edge.outbound.gate(chat)
+    assert verdict.reason == "quiet"
+    assert verdict.until is not None
+    assert "10 分钟" in bot.texts()[-1]
+    await say(edge, ADMIN, [ob.text("/unmute")])
+    await settle(edge)
+    assert edge.outbound.gate(chat).open
+
+
+@pytest.mark.anyio
+async def test_a_ban_notice_stops_sends_and_reaches_the_runtime(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, bot = running
+    event = parse(ob.group_ban(self_id=SELF_ID, group_id=GROUP, user_id=SELF_ID, duration=3600))
+    assert isinstance(event, NoticeEvent)
+    await edge.handle_notice(event)
+    await settle(edge)
+    assert isinstance(gateway.notices[0], BotMuted)
+    assert (await edge.outbound.send(f"group:{GROUP}", "hello")).reason == "muted"
+    assert bot.calls == []
+
+
+@pytest.mark.anyio
+async def test_a_poke_reaches_the_runtime_as_an_addressed_message(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, _ = running
+    event = parse(ob.poke(self_id=SELF_ID, user_id=42, target_id=SELF_ID, group_id=GROUP))
+    assert isinstance(event, NoticeEvent)
+    await edge.handle_notice(event)
+    await settle(edge)
+    assert [(m.text, m.addressed) for m in gateway.messages] == [("[戳一戳]", True)]
+
+
+@pytest.mark.anyio
+async def test_a_runtime_failure_on_one_message_does_not_stop_the_next(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, _ = running
+    gateway.fail_on.add("boom")
+    await say(edge, 42, [ob.text("boom")])
+    await say(edge, 42, [ob.text("after")])
+    await settle(edge)
+    assert [m.text for m in gateway.messages] == ["after"]
+    assert edge.statistics().dispatcher.failed == 1
+
+
+@pytest.mark.anyio
+async def test_stop_lets_queued_messages_finish_then_stops_the_runtime(tmp_path: Path) -> None:
+    edge = build_edge(tmp_path)
+    await edge.start()
+    for n in range(50):
+        await say(edge, 42, [ob.text(f"m{n}")])
+    await edge.stop()
+    gateway = edge.gateway
+    assert isinstance(gateway, RecordingGateway)
+    assert len(gateway.messages) == 50
+    assert gateway.stopped
+    assert (tmp_path / "data").is_dir()
+
+
+@pytest.mark.anyio
+async def test_without_a_model_the_edge_runs_in_shadow_mode(tmp_path: Path) -> None:
+    edge = build_edge(tmp_path, env={})
+    assert not edge.model_configured
+    assert edge.shadow_mode
+    bot = FakeBot()
+    edge.bot_connected(str(SELF_ID), bot)
+    await edge.start()
+    try:
+        result = await edge.outbound.send(f"group:{GROUP}", "我不该说出口")
+    finally:
+        await edge.stop()
+    assert result.reason == "shadow"
+    assert bot.calls == []
+
+
+def test_model_is_configured_by_env_pair_or_a_chat_provider() -> None:
+    config = parse_config({})
+    assert not model_is_configured(config, {})
+    assert not model_is_configured(config, {"GREYWIND_LLM_BASE_URL": "http://x"})
+    assert model_is_configured(config, MODEL_ENV)
+    with_provider = parse_config(
+        {"models": {"providers": [{"name": "p", "base_url": "http://x/v1", "model": "m", "roles": ["chat"]}]}}
+    )
+    assert model_is_configured(with_provider, {})
+
+
+def test_shadow_mode_can_be_asked_for_with_a_model(tmp_path: Path) -> None:
+    edge = build_edge(tmp_path, shadow_mode=True)
+    assert edge.model_configured
+    assert edge.shadow_mode
+
+
+@pytest.mark.anyio
+async def test_the_default_gateway_logs_and_answers_nothing(tmp_path: Path) -> None:
+    config = parse_config({})
+    edge = Edge(config, config_path=tmp_path / "c.toml", data_dir=tmp_path / "d", env={})
+    assert isinstance(edge.gateway, LoggingGateway)
+    bot = FakeBot()
+    edge.bot_connected(str(SELF_ID), bot)
+    await edge.start()
+    await say(edge, 42, [ob.at(SELF_ID), ob.text(" 你好")])
+    await edge.stop()
+    assert edge.gateway.statistics().addressed == 1
+    assert bot.calls == []
+    assert "未接入" in await edge.gateway.control.why(f"group:{GROUP}", None)
