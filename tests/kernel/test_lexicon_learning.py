@@ -148,6 +148,19 @@ def test_a_full_key_lets_a_new_word_push_out_a_weaker_one_but_not_a_stronger_one
     assert sorted(term.text for term in lexicon.terms(GROUP_A)) == ["丙丁", "甲乙"]
 
 
+def test_in_one_batch_a_full_key_keeps_the_strongest_terms_as_they_change() -> None:
+    lexicon = make(max_terms=3)
+    lexicon.add(GROUP_A, "甲乙", now=0.0, weight=0.9)
+    lexicon.add(GROUP_A, "丙丁", now=0.0, weight=0.15)
+    lexicon.add(GROUP_A, "戊己", now=0.0, weight=0.5)
+    # 子丑 pushes out 丙丁; seen again it rises to 0.3, so 寅卯 and 辰巳 (0.2) go, not 子丑.
+    report = lexicon.learn_batch({GROUP_A: ["子丑", "寅卯 子丑", "辰巳"]}, now=0.0)
+    kept = {term.text: term.weight for term in lexicon.terms(GROUP_A)}
+    assert kept == pytest.approx({"甲乙": 0.9, "戊己": 0.5, "子丑": 0.3})
+    assert report.evicted == 3
+    assert [term.text for term in report.created] == ["子丑"]
+
+
 # -- batches --------------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ Matching is plain substring matching on normalised text ("ai" occurs in "said");
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
@@ -307,6 +308,7 @@ class DynamicLexicon:
         # candidates, and _occurrences() skips surfaces that are gone.
         automaton = None if store is None else store.current_automaton()
         cap = self._cap(key)
+        evictions: _EvictionQueue | None = None  # built when the key first overflows in this batch
         for text in texts:
             normalized = normalize_text(text[: settings.learn_max_chars])
             tally.texts += 1
@@ -333,6 +335,8 @@ class DynamicLexicon:
                 self._reinforce(entry, now)
                 tally.reinforced += 1
                 tally.touched.append(entry)
+                if evictions is not None:
+                    evictions.push(entry)
             for word in fresh:
                 if store is None:
                     store = self._keys[key] = KeyTerms(key)
@@ -350,8 +354,12 @@ class DynamicLexicon:
                 self._learned += 1
                 tally.created.append((key, entry))
                 tally.touched.append(entry)
+                if evictions is not None:
+                    evictions.push(entry)
                 if len(store) > cap:
-                    victim = _lowest_active(store.entries.values())
+                    if evictions is None:
+                        evictions = _EvictionQueue(store.entries.values())
+                    victim = evictions.pop(store)
                     if victim is not None:
                         store.remove(victim.text)
                         self._evicted += 1
@@ -521,6 +529,42 @@ def _occurrences(
         if entry.status is not suppressed:
             found.append((start, last + 1, surface, entry))
     return found
+
+
+class _EvictionQueue:
+    """The ACTIVE terms of one key by (weight, last seen, text), lowest first, for one batch.
+
+    A full key evicts once per new word; scanning the key each time made a batch of new words
+    quadratic. Records go stale when learning changes a term: every change pushes a fresh record,
+    and :meth:`pop` skips records that no longer describe their term.
+    """
+
+    __slots__ = ("_heap",)
+
+    def __init__(self, entries: Iterable[Entry]) -> None:
+        self._heap = [
+            (entry.weight, entry.last_seen_at, entry.text)
+            for entry in entries
+            if entry.status is TermStatus.ACTIVE
+        ]
+        heapq.heapify(self._heap)
+
+    def push(self, entry: Entry) -> None:
+        if entry.status is TermStatus.ACTIVE:
+            heapq.heappush(self._heap, (entry.weight, entry.last_seen_at, entry.text))
+
+    def pop(self, store: KeyTerms) -> Entry | None:
+        while self._heap:
+            weight, last_seen_at, text = heapq.heappop(self._heap)
+            entry = store.entries.get(text)
+            if (
+                entry is not None
+                and entry.status is TermStatus.ACTIVE
+                and entry.weight == weight
+                and entry.last_seen_at == last_seen_at
+            ):
+                return entry
+        return None
 
 
 def _lowest_active(entries: Iterable[Entry]) -> Entry | None:
