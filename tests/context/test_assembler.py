@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from runtime.context.assembler import PromptAssembler
 from runtime.context.errors import BudgetTooSmallError
-from runtime.context.packet import ContextPacket, MemorySummarySlot, RetrievedSlot, SessionSlot
+from runtime.context.packet import (
+    ContextPacket,
+    MemorySummarySlot,
+    RetrievedSlot,
+    SessionSlot,
+    SummarySection,
+)
+from runtime.context.render import render_memory_summary
 from runtime.context.tokens import RoughTokenCounter, count_messages
 from tests.context.packets import FULL, PERSONA, SESSION, USER_INPUT, VISION, combinations, turn
 
@@ -234,3 +241,23 @@ def test_any_packet_fits_any_budget_that_holds_the_persona(
     prompt = assembler(budget).assemble(packet)
     assert count_messages(prompt.as_messages(), COUNTER) == prompt.tokens <= budget
     assert prompt.packet.persona == PERSONA
+
+
+def test_memory_summary_has_its_own_cap_whatever_the_budget() -> None:
+    many = MemorySummarySlot(
+        sections=(
+            SummarySection("confirmed_decisions", tuple(f"决定{i}：用方案{i}" for i in range(40))),
+            SummarySection("emotional_signals", tuple(f"情绪{i}" for i in range(40))),
+        )
+    )
+    packet = ContextPacket(chat_id="g", persona=PERSONA, memory_summary=many, user_input=USER_INPUT)
+    capped = PromptAssembler(
+        context_window=100_000, reply_reserve=100, counter=COUNTER, summary_max_tokens=80
+    )
+    prompt = capped.assemble(packet)
+    kept = prompt.packet.memory_summary
+    assert kept is not None
+    assert COUNTER.count(render_memory_summary(kept)) <= 80
+    assert [s.name for s in kept.sections] == ["confirmed_decisions"]  # the lower priority went first
+    assert kept.sections[0].items[0] == "决定0：用方案0"
+    assert dict(prompt.trimmed)["memory_summary"] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.context.resolver import CASUAL, ResolverSettings, ResolveRule, ThreadResolver
+from runtime.context.tasks import TaskBook
 from runtime.store.protocol import Store
 from runtime.store.records import StoredMessage, TopicLink
 
@@ -176,3 +177,15 @@ async def test_statistics_count_rules(store: Store) -> None:
     assert stats.resolved == 2
     assert stats.created == 2
     assert dict(stats.by_rule) == {"chatter": 1, "new": 1}
+
+
+@pytest.mark.asyncio
+async def test_open_tasks_are_the_threads_recent_goals(store: Store) -> None:
+    r = resolver(store)
+    arch = await r.create(G1, "灰风系统架构设计", now=0.0)
+    await r.resolve(G1, "推荐几部好看的科幻电影", now=10.0)
+    miss = await r.resolve(G1, "向量检索模块写得怎么样了", now=3600.0 * 5)
+    assert miss.thread.id != arch.id  # nothing of the thread mentions it yet
+    await TaskBook(store).create(arch.id, "写向量检索模块", now=3600.0 * 6)
+    res = await r.resolve(G1, "向量检索模块写得怎么样了", now=3600.0 * 24)
+    assert (res.thread.id, res.rule) == (arch.id, ResolveRule.LEXICAL)
