@@ -116,14 +116,15 @@ def parse_query(query: str) -> TextQuery:
     return TextQuery(words=tuple(words), phrases=phrases)
 
 
-def _quote(token: str) -> str:
+def quote_token(token: str) -> str:
+    """An FTS5 string literal: the tokenizer sees exactly ``token``, no query syntax."""
     return '"' + token.replace('"', '""') + '"'
 
 
 def fts_match(query: TextQuery) -> str:
     """The FTS5 MATCH expression for a two-column (``words``, ``chars``) table."""
-    words = " AND ".join(_quote(w) for w in query.words)
-    phrases = " AND ".join(_quote(" ".join(p)) for p in query.phrases)
+    words = " AND ".join(quote_token(w) for w in query.words)
+    phrases = " AND ".join(quote_token(" ".join(p)) for p in query.phrases)
     parts = []
     if words:
         parts.append(f"(words : ({words}))")

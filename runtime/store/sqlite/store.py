@@ -46,7 +46,7 @@ from runtime.store.sqlite.schema import (
     migrate,
     retrying,
 )
-from runtime.store.text import IndexedText, fts_match, index_text, parse_query, warm_up
+from runtime.store.text import IndexedText, fts_match, index_text, parse_query, quote_token, warm_up
 
 _MESSAGE_UPSERT = upsert_sql("messages", f"{r_.MESSAGE_COLUMNS}, words, chars", "chat_id, message_id")
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in r_.MESSAGE_COLUMNS.split(","))
@@ -56,6 +56,8 @@ _TERM_UPSERT = upsert_sql("lexicon_terms", r_.TERM_COLUMNS, "scope, owner, term"
 _SPEECH_INSERT = "INSERT INTO speech_log (chat_id, time, forced) VALUES (?, ?, ?)"
 _RECALL = "UPDATE messages SET recalled = 1 WHERE chat_id = ? AND message_id = ?"
 _LINK = "UPDATE messages SET topic_thread_id = ? WHERE chat_id = ? AND message_id = ?"
+# Up to this many chats, the search names them inside the FTS MATCH too.
+_CHATS_IN_MATCH = 16
 _ACTIVATION_DELETE = "DELETE FROM scheduled_activations WHERE event_id = ?"
 
 
@@ -244,15 +246,20 @@ class SqliteStore(ContextTables, LayerTables):
         parsed = parse_query(query)
         if parsed.empty or not chat_ids or limit <= 0:
             return []
+        match = fts_match(parsed)
+        if len(chat_ids) <= _CHATS_IN_MATCH:
+            # Narrow inside the index first; the SQL filter below stays the guarantee.
+            chats = " OR ".join(quote_token(c) for c in chat_ids)
+            match = f"({match}) AND (chat_id : ({chats}))"
         where = [f"m.chat_id IN ({placeholders(chat_ids)})"]
-        params: list[Any] = [fts_match(parsed), *chat_ids]
+        params: list[Any] = [match, *chat_ids]
         if not include_recalled:
             where.append("m.recalled = 0")
         if topic_thread_id is not None:
             where.append("m.topic_thread_id = ?")
             params.append(topic_thread_id)
         rows = await self._rows(
-            f"SELECT {_M_COLUMNS}, bm25(messages_fts, 2.0, 1.0) AS rank "
+            f"SELECT {_M_COLUMNS}, bm25(messages_fts, 2.0, 1.0, 0.0) AS rank "
             "FROM messages_fts JOIN messages AS m ON m.seq = messages_fts.rowid "
             f"WHERE messages_fts MATCH ? AND {' AND '.join(where)} "
             f"ORDER BY rank, m.seq DESC LIMIT {int(limit)}",
