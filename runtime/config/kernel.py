@@ -32,7 +32,8 @@ class AttentionConfig(Section):
     weight_direct: float = Field(default=0.45, ge=0.0, le=1.0)
     weight_question: float = Field(default=0.15, ge=0.0, le=1.0)
     weight_thread: float = Field(default=0.25, ge=0.0, le=1.0)
-    weight_keyword: float = Field(default=0.35, ge=0.0, le=1.0)
+    # Below ``medium``: a message with keywords and nothing else stays quiet; a keyword question speaks.
+    weight_keyword: float = Field(default=0.3, ge=0.0, le=1.0)
     weight_silence: float = Field(default=0.05, ge=0.0, le=1.0)
     # Silence before a message this long earns the whole weight_silence (shorter earns a share).
     silence_full_ms: int = Field(default=600_000, ge=1_000)

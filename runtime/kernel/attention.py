@@ -15,7 +15,8 @@ The inputs, and who decides them:
   part in. It weighs ``weight_direct`` but never forces.
 - ``keyword_score`` in ``[0, 1]`` — from the lexicon. Keywords add ``keyword_score * weight_keyword``
   and never force: a message with nothing but keywords reaches at most ``weight_keyword +
-  weight_silence`` (0.40 with the default weights: MEDIUM, never HIGH, never FORCED).
+  weight_silence`` (0.35 with the default weights: LOW, or MEDIUM only when it breaks a silence of
+  ``silence_full``; never HIGH, never FORCED). A keyword question (0.3 + 0.15) is MEDIUM.
 - ``thread_continuity`` in ``[0, 1]`` — how alive the bot's part in this message's conversation
   thread is (1 just after the bot spoke in it, fading to 0 over the thread gap).
 - ``question`` — the message asks something (a question mark or a question word).
@@ -55,7 +56,7 @@ class AttentionWeights:
     direct: float = 0.45
     question: float = 0.15
     thread: float = 0.25
-    keyword: float = 0.35
+    keyword: float = 0.3
     silence: float = 0.05
     silence_full: float = 600.0
     recently_replied: float = 0.2

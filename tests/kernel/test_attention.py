@@ -42,11 +42,18 @@ def test_chatter_is_low() -> None:
 
 def test_keyword_adds_with_the_term_named() -> None:
     base = score_attention(AttentionInput(question=True), W)
-    with_kw = score_attention(AttentionInput(question=True, keyword_score=0.6, keywords=("猫粮",)), W)
+    with_kw = score_attention(AttentionInput(question=True, keyword_score=0.7, keywords=("猫粮",)), W)
     assert with_kw.score == pytest.approx(base.score + 0.21)
     assert "keyword 猫粮 +0.21" in with_kw.reasons
     assert base.decision is Decision.LOW
     assert with_kw.decision is Decision.MEDIUM
+
+
+def test_keywords_alone_stay_quiet_but_a_keyword_question_speaks() -> None:
+    alone = score_attention(AttentionInput(keyword_score=1.0, keywords=("猫粮",), silence_seconds=60.0), W)
+    assert alone.decision is Decision.LOW
+    asked = score_attention(AttentionInput(keyword_score=1.0, keywords=("猫粮",), question=True), W)
+    assert asked.decision is Decision.MEDIUM
 
 
 @settings(max_examples=200, deadline=None)
