@@ -72,6 +72,8 @@ class SchedulingConfig(Section):
     # Texts waiting for lexicon learning (``[lexicon]`` caps what a batch reads); beyond this the
     # oldest are dropped, since learning is best effort.
     learn_queue_max: int = Field(default=5_000, ge=0)
+    # A deliberation not finished after this long (its episode died) no longer holds its chat back.
+    deliberation_timeout_ms: int = Field(default=300_000, ge=1_000)
 
     @model_validator(mode="after")
     def _deadlines_after_delays(self) -> SchedulingConfig:

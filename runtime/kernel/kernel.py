@@ -37,7 +37,10 @@ Speech is recorded by the caller: :meth:`Kernel.record_speech` when the bot has 
 spends the budget), :meth:`Kernel.note_outgoing` for each message the bot sent (it joins its
 conversation thread, which feeds ``thread_continuity`` and ``direct`` of later messages).
 
-Persistence puts state back with :meth:`Kernel.restore_events` and ``kernel.budgets.restore``.
+Persistence puts state back on start with :meth:`Kernel.restore_events` (non-terminal events; the
+waiting ones are scheduled again) and :meth:`Kernel.restore_speeches` (the budgets). A deliberation
+that never finishes (its episode died) stops holding its chat back after
+``scheduling.deliberation_timeout``.
 """
 
 from __future__ import annotations
@@ -178,7 +181,7 @@ class Kernel:
         # The pending message activation per supersede key (thread id or chat id).
         self._pending_by_key: dict[str, str] = {}
         self._superseded: deque[Activation] = deque(maxlen=_MAX_SUPERSEDED_REPORTS)
-        self._deliberating: dict[str, str] = {}  # event id -> chat id
+        self._deliberating: dict[str, tuple[str, float]] = {}  # event id -> (chat id, began at)
         self._bot_in_thread: dict[str, float] = {}  # thread id -> when the bot last spoke in it
         self._last_message_at: dict[str, float] = {}  # chat id -> time of its latest message
         self._match_keys: dict[str, tuple[LexiconKey, ...]] = {}  # thread id -> lexicon keys
@@ -425,7 +428,10 @@ class Kernel:
             out.append(Activation(event, ActivationOutcome.EXPIRED, "deadline passed"))
         while self._superseded:
             out.append(self._superseded.popleft())
-        deliberating = set(self._deliberating.values())
+        # A deliberation older than the timeout (an episode that died without finish()) stops
+        # holding its chat back: failures stay local.
+        stale_before = now - self.settings.scheduling.deliberation_timeout
+        deliberating = {chat for chat, began in self._deliberating.values() if began >= stale_before}
         voiced: set[str] = set()  # chats given a ready activation in this batch
         s = self.settings
         for event in self.scheduler.due(now, limit):
@@ -504,7 +510,7 @@ class Kernel:
     def begin(self, event_id: str, now: float) -> BotEvent:
         """An episode starts deliberating on an ``eligible`` event."""
         event = self.events.transition(event_id, EventState.DELIBERATING, now)
-        self._deliberating[event_id] = event.chat_id
+        self._deliberating[event_id] = (event.chat_id, now)
         return event
 
     def finish(
@@ -576,6 +582,9 @@ class Kernel:
         threads = self.threads
         for thread_id in [t for t in self._match_keys if threads.get(t) is None]:
             del self._match_keys[thread_id]
+        stale_before = now - self.settings.scheduling.deliberation_timeout
+        for event_id in [e for e, (_, began) in self._deliberating.items() if began < stale_before]:
+            del self._deliberating[event_id]
         return dropped
 
     def restore_events(self, events: Iterable[BotEvent], now: float) -> int:
@@ -599,6 +608,11 @@ class Kernel:
             restored += 1
             self._hold_key(event)
         return restored
+
+    def restore_speeches(self, speeches: Mapping[str, Iterable[tuple[float, bool]]]) -> None:
+        """Put the bot's recent speeches ``{chat_id: [(time, forced), ...]}`` back into the budgets."""
+        for chat_id, items in speeches.items():
+            self.budgets.restore(chat_id, items)
 
     def pending_learning(self) -> int:
         return len(self._learn_queue)

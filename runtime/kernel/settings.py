@@ -44,9 +44,11 @@ class SchedulingSettings:
     supersede: Supersede = Supersede.THREAD
     recently_replied: float = 120.0
     learn_queue_max: int = 5_000
+    deliberation_timeout: float = 300.0
 
     def __post_init__(self) -> None:
-        for name in ("high_delay", "medium_delay", "forced_deadline", "recently_replied"):
+        names = ("high_delay", "medium_delay", "forced_deadline", "recently_replied", "deliberation_timeout")
+        for name in names:
             if not getattr(self, name) >= 0:
                 raise InvalidSetting(f"scheduling.{name}", "must not be negative")
         if not self.high_deadline >= self.high_delay:
@@ -127,6 +129,7 @@ class KernelSettings:
                 supersede=Supersede(s.supersede.value),
                 recently_replied=s.recently_replied_ms / 1000.0,
                 learn_queue_max=s.learn_queue_max,
+                deliberation_timeout=s.deliberation_timeout_ms / 1000.0,
             ),
             threads=ThreadSettings.from_config(cfg.threads),
             lexicon=LexiconSettings.from_config(cfg.lexicon),

@@ -451,3 +451,22 @@ def test_only_the_head_of_a_huge_message_is_read_for_keywords() -> None:
     assert tail_only.keyword_hits == ()
     head = kernel.ingest(msg("猫粮" + "嗯" * 500, 2.0, chat="2"))
     assert [h.term for h in head.keyword_hits] == ["猫粮"]
+
+
+def test_a_deliberation_that_never_finishes_stops_holding_the_chat_back() -> None:
+    kernel = make(scheduling=SchedulingSettings(deliberation_timeout=60.0))
+    asked = kernel.ingest(msg("@灰风 你好", 0.0, addressed=True))
+    kernel.begin(asked.event.id, 0.0)  # the episode dies: finish() never comes
+    life = kernel.schedule_activation("life", "group:1", now=0.0, not_before=5.0, deadline=1_000.0)
+    assert kernel.due(5.0) == []
+    (activation,) = kernel.due(95.0)
+    assert activation.event.id == life.id
+    assert activation.ready
+
+
+def test_restore_speeches_puts_the_budgets_back() -> None:
+    kernel = make()
+    kernel.restore_speeches({"group:1": [(100.0, False)], "group:2": [(100.0, True)]})
+    assert not kernel.budgets.can_speak("group:1", 150.0).allowed
+    assert kernel.budgets.can_speak("group:2", 150.0, forced=True).allowed
+    assert not kernel.budgets.can_speak("group:2", 150.0).allowed  # cooldown after any speech
