@@ -9,6 +9,7 @@
     lexical.py     content words, chatter, continuation markers, overlap scores
     resolver.py    ThreadResolver: input -> topic thread (binding, conversation, continuation, lexical, new)
     tasks.py       TaskBook: tasks under a topic thread, with conclusions
+    tools.py       task_create / task_list / task_update / task_conclude for the ToolRegistry
     sessions.py    SessionManager: active / idle / interrupted / closed / handoff_written
     handoffs.py    HandoffManager: digest by the model's compression role, deterministic fallback
     retrieval.py   RetrievalEngine: thread tasks, scoped memories, chat-only search, embeddings; 2-5 items

@@ -240,6 +240,16 @@ class ThreadResolver:
         self._by_rule[resolution.rule.value] += 1
         return resolution
 
+    async def topic_of(self, chat_id: str, conversation_thread_id: str | None = None) -> str | None:
+        """The work thread a conversation was resolved to, else the chat's most recently active one."""
+        threads = await self._store.list_topic_threads(statuses=_LIVE, chat_id=chat_id)
+        work = [t for t in threads if t.type != CASUAL]
+        if conversation_thread_id is not None:
+            linked = await self._conversation_topic(conversation_thread_id, chat_id, work)
+            if linked is not None:
+                return linked.id
+        return work[0].id if work else None
+
     async def explicit(self, thread: TopicThread, *, now: float) -> Resolution:
         """The caller already knows the thread (a wake scheduled for it): mark it active and count it."""
         if thread.updated_at < now or thread.status is not TopicThreadStatus.ACTIVE:
