@@ -52,6 +52,46 @@ def _install_stop_handlers() -> list[int]:
     return received
 
 
+def _onebot_adapter() -> type:
+    """The OneBot v11 adapter, with one guard: a WebSocket frame that is not JSON is logged and skipped.
+
+    The stock adapter parses every frame inside its receive loop and closes the connection on the first
+    one that fails to parse, so one garbled frame from an implementation would cut the bot off. Valid
+    JSON that is not a valid event is already skipped by the adapter itself.
+    """
+    import json
+
+    import structlog
+    from nonebot.adapters.onebot.v11 import Adapter
+
+    log = structlog.get_logger("greywind.onebot")
+
+    class _JsonFramesOnly:
+        __slots__ = ("_ws",)
+
+        def __init__(self, ws: object) -> None:
+            self._ws = ws
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._ws, name)
+
+        async def receive(self) -> str | bytes:
+            while True:
+                data = await self._ws.receive()  # type: ignore[attr-defined]
+                try:
+                    json.loads(data)
+                except ValueError:
+                    log.warning("onebot_frame_not_json", chars=len(data), head=str(data[:80]))
+                    continue
+                return data
+
+    class GuardedAdapter(Adapter):
+        async def _handle_ws(self, websocket):  # type: ignore[no-untyped-def]
+            await super()._handle_ws(_JsonFramesOnly(websocket))
+
+    return GuardedAdapter
+
+
 def main() -> int:
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
@@ -73,14 +113,13 @@ def main() -> int:
 
     import nonebot  # adds loguru's default handler on import; route_loguru replaces it
     import structlog
-    from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
 
     route_loguru(redactor, level=level)
 
     log = structlog.get_logger("greywind.bot")
     nonebot.init(driver=DRIVER)
     driver = nonebot.get_driver()
-    driver.register_adapter(OneBotV11Adapter)
+    driver.register_adapter(_onebot_adapter())
     nonebot.load_plugin("plugins.greywind")
 
     received = _install_stop_handlers()

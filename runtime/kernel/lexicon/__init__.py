@@ -7,7 +7,8 @@ Public API::
         add / register (-> disposer) / remove / clear / pin / suppress / get / terms / list_keys
         match(text, keys) -> list[KeywordHit]      score(text, keys) -> float in [0, 1]
         learn(text, key, now) -> list[KeywordTerm]  learn_batch(texts_by_key, now) -> LearnReport
-        decay(now) -> int   expire(now) -> int   snapshot() / restore(snapshots)   statistics()
+        decay(now) -> int   expire(now) -> int   snapshot() / restore(snapshots)
+        take_changes() -> LexiconChanges (incremental persistence)   statistics()
     score_hits(hits) -> float                      the score of hits match() already found
     normalize_text(text) / normalize_term(text)    the normalisation both sides share
     Segmenter (protocol), JiebaSegmenter (lazy jieba), WhitespaceSegmenter
@@ -34,6 +35,7 @@ from runtime.kernel.lexicon.terms import (
     KeywordSnapshot,
     KeywordTerm,
     LearnReport,
+    LexiconChanges,
     LexiconError,
     LexiconFull,
     LexiconKey,
@@ -53,6 +55,7 @@ __all__ = [
     "KeywordSnapshot",
     "KeywordTerm",
     "LearnReport",
+    "LexiconChanges",
     "LexiconError",
     "LexiconFull",
     "LexiconKey",

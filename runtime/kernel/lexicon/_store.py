@@ -53,17 +53,17 @@ class Entry:
         self.decayed_at = term.decayed_at
 
     def freeze(self) -> KeywordTerm:
-        return KeywordTerm(
-            text=self.text,
-            aliases=self.aliases,
-            weight=self.weight,
-            confidence=self.confidence,
-            source=self.source,
-            first_seen_at=self.first_seen_at,
-            last_seen_at=self.last_seen_at,
-            expires_at=self.expires_at,
-            status=self.status,
-            decayed_at=self.decayed_at,
+        return KeywordTerm(  # positional: snapshots freeze every term, and keywords cost more
+            self.text,
+            self.aliases,
+            self.weight,
+            self.confidence,
+            self.source,
+            self.first_seen_at,
+            self.last_seen_at,
+            self.expires_at,
+            self.status,
+            self.decayed_at,
         )
 
     def surfaces(self) -> Iterator[str]:
@@ -94,13 +94,13 @@ class KeyTerms:
         text = self.aliases.get(surface)
         return None if text is None else self.entries[text]
 
-    def put(self, entry: Entry) -> list[Entry]:
+    def put(self, entry: Entry) -> list[str]:
         """Insert or replace ``entry``; surfaces it claims are taken from other terms.
 
-        A term whose text is claimed is absorbed (removed and returned); a term that only loses an
-        alias keeps the rest of itself.
+        A term whose text is claimed is absorbed (removed); a term that only loses an alias keeps
+        the rest of itself. Returns the texts of the other terms changed either way.
         """
-        absorbed: list[Entry] = []
+        others: list[str] = []
         old = self.entries.get(entry.text)
         if old is not None:
             self._drop(old)
@@ -108,9 +108,9 @@ class KeyTerms:
             other = self.owner(surface)
             if other is None:
                 continue
+            others.append(other.text)
             if other.text == surface:
                 self._drop(other)
-                absorbed.append(other)
             else:
                 other.aliases = tuple(alias for alias in other.aliases if alias != surface)
                 del self.aliases[surface]
@@ -118,7 +118,7 @@ class KeyTerms:
         for alias in entry.aliases:
             self.aliases[alias] = entry.text
         self._stale = True
-        return absorbed
+        return others
 
     def remove(self, text: str) -> Entry | None:
         entry = self.entries.get(text)

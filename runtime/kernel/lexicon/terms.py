@@ -98,6 +98,18 @@ class KeywordSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class LexiconChanges:
+    """What changed since the last ``take_changes()``: terms to save and terms to delete.
+
+    For incremental persistence: saving ``changed`` (upsert by key and text) and deleting
+    ``removed`` brings a stored copy from the previous take up to date.
+    """
+
+    changed: tuple[tuple[LexiconKey, KeywordTerm], ...]
+    removed: tuple[tuple[LexiconKey, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class LearnReport:
     """What one learning batch did."""
 
