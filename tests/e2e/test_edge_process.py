@@ -144,3 +144,22 @@ async def test_a_bad_config_is_refused_naming_the_key(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exited with 2"):
         bot.start()
     assert "outbound.max_per_minut" in bot.output()
+
+
+async def test_sigterm_with_a_peer_connected_exits_cleanly_and_closes_the_connection(tmp_path: Path) -> None:
+    bot = BotProcess(tmp_path).start()
+    async with OneBotPeer(bot.ws_url, self_id=SELF_ID) as peer:
+        await bot.await_log("bot_connected")
+        for n in range(50):
+            await peer.post(
+                ob.group_message(
+                    self_id=SELF_ID, group_id=GROUP + n % 5, user_id=42, message=[ob.text(f"m{n}")]
+                )
+            )
+        await bot.await_log("message", count=50)
+        code = bot.stop(timeout=15)
+        assert await peer.wait_closed(within=5) is not None
+    assert code == 0
+    (stopped,) = bot.wait_for_log("edge_stopped", timeout=0)
+    assert stopped["messages"] == 50
+    assert stopped["dropped_at_shutdown"] == 0
