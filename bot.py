@@ -83,11 +83,11 @@ def _onebot_adapter() -> type:
                 except ValueError:
                     log.warning("onebot_frame_not_json", chars=len(data), head=str(data[:80]))
                     continue
-                return data
+                return data  # type: ignore[no-any-return]
 
     class GuardedAdapter(Adapter):
         async def _handle_ws(self, websocket):  # type: ignore[no-untyped-def]
-            await super()._handle_ws(_JsonFramesOnly(websocket))
+            await super()._handle_ws(_JsonFramesOnly(websocket))  # type: ignore[arg-type]
 
     return GuardedAdapter
 
