@@ -28,6 +28,9 @@ import jieba
 
 jieba.setLogLevel(logging.WARNING)
 
+# QQ caps a message near 4,500 characters; a pasted novel is stored whole but indexed only this far.
+INDEX_MAX_CHARS = 10_000
+
 _ASCII_WORD = re.compile(r"[0-9a-z]+")
 
 # Dropped from queries (not from documents) so "灰风的设计" can find "灰风架构设计".
@@ -85,7 +88,8 @@ class IndexedText:
 
 
 def index_text(text: str) -> IndexedText:
-    """The two indexed columns for a document."""
+    """The two indexed columns for a document (its first ``INDEX_MAX_CHARS`` characters)."""
+    text = text[:INDEX_MAX_CHARS]
     words = _word_tokens(jieba.cut_for_search(text, HMM=False))
     return IndexedText(words=" ".join(words), chars=" ".join(char_tokens(text)))
 

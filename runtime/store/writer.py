@@ -15,6 +15,7 @@ Guarantees:
   one item is logged with its error and counted in ``rejected`` — never silently dropped.
 - **Shutdown flushes.** ``aclose()`` stops new writes, commits everything queued and returns; if the
   store still refuses after ``close_timeout`` it raises ``WriterError`` naming how many items remain.
+  Call it before cancelling the task group that runs the loop: a cancelled loop cannot flush.
 - **The kill -9 bound.** Committed is durable (SQLite WAL). After ``kill -9``, what is missing is what
   was queued since the last commit: at most one flush interval of items (plus the one commit that was
   in flight). ``tests/store/test_kill.py`` checks this with a real killed process.

@@ -91,3 +91,11 @@ async def test_fts_syntax_in_queries_is_taken_literally(store: Store) -> None:
     )
     hits = await store.search_messages('"OR" NOT', chat_ids=[G1])
     assert [h.message.message_id for h in hits] == ["1"]
+
+
+async def test_a_huge_message_is_stored_whole_and_indexed_up_to_the_cap(store: Store) -> None:
+    text = "开头有个关键词灰风" + "哈" * 200_000 + "结尾的秘密"
+    await store.append_messages([StoredMessage(G1, "big", "u1", "Alice", 1.0, text)])
+    assert (await store.get_message(G1, "big")).text == text  # type: ignore[union-attr]
+    assert [h.message.message_id for h in await store.search_messages("灰风", chat_ids=[G1])] == ["big"]
+    assert await store.search_messages("秘密", chat_ids=[G1]) == []
