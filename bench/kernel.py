@@ -29,6 +29,7 @@ import importlib.util
 import random
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -141,7 +142,12 @@ def shifted(messages: Sequence[ChatMessage], by: float, tag: str) -> list[ChatMe
 # -- sections -------------------------------------------------------------------------------------
 
 
-def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> tuple[Kernel, float]:
+def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> Kernel:
+    """Kernel.ingest and, in the same rounds, each component alone and the bare reference loop.
+
+    The machine is shared, so every round times all of them back to back on the same messages and
+    the ratios compare like with like; medians over the rounds are printed.
+    """
     rss_before = lexbench.peak_rss_mb()
     start = time.perf_counter()
     lexicon = lexbench.load_lexicon(corpus)
@@ -150,58 +156,39 @@ def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> tupl
     loaded = time.perf_counter() - start
     span = messages[-1].time - messages[0].time + 1.0
     # Warm-up: every group's automaton gets built, threads and budgets exist, as in a running bot.
+    tracker = ThreadTracker(settings.threads)
     start = time.perf_counter()
     for message in shifted(messages, 0.0, "w"):
         kernel.ingest(message)
+        tracker.assign(message)
     warm = time.perf_counter() - start
-    samples = []
-    for run in range(runs):
-        batch = shifted(messages, span * (run + 1), f"r{run}-")
-        gc.collect()
-        start = time.perf_counter_ns()
-        for message in batch:
-            kernel.ingest(message)
-        samples.append((time.perf_counter_ns() - start) / len(batch) / 1_000)
-        kernel.due(batch[-1].time)
-    us = statistics.median(samples)
-    stats = kernel.statistics()
-    n = len(messages)
-    print(
-        f"## ingest: {n:,} messages x {runs} runs over {len({m.chat_id for m in messages}):,} groups,"
-        f" {stats.lexicon.terms:,} lexicon terms (built in {loaded:.1f} s, warm-up {warm:.1f} s)"
-    )
-    decisions = ", ".join(f"{name} {count / stats.ingested:.1%}" for name, count in stats.by_decision)
-    print(f"   decisions: {decisions}")
-    print(
-        f"   Kernel.ingest                      {us:8.2f} µs/msg   {1e6 / us:10,.0f} msg/s"
-        f"   (runs: {', '.join(f'{s:.1f}' for s in samples)} µs)"
-    )
-    print(f"   peak RSS {lexbench.peak_rss_mb():.0f} MB (before the kernel: {rss_before:.0f} MB)")
-    return kernel, us
-
-
-def bench_parts(kernel: Kernel, messages: list[ChatMessage], runs: int) -> float:
-    """The same messages through each component alone, and the bare reference loop."""
-    n = len(messages)
-    settings = kernel.settings
-    lexicon = kernel.lexicon
-
-    def threads() -> None:
-        tracker = ThreadTracker(settings.threads)
-        for message in messages:
-            tracker.assign(message)
 
     keys = {
         m.chat_id: (GLOBAL_KEY, LexiconKey(LexiconScope.GROUP, m.chat_id), PERSONA_KEY) for m in messages
     }
+    # The reference scans UTF-16 code units, as the lexicon does: over plain str, pyahocorasick's
+    # linear child scan at a root with thousands of CJK first characters is several times slower.
+    automaton = ahocorasick.Automaton(ahocorasick.STORE_ANY)
+    for term in lexicon.terms(GLOBAL_KEY):
+        automaton.add_word(encode_units(term.text), term.text)
+    automaton.make_automaton()
 
-    def lexicon_match() -> None:
-        for message in messages:
+    def kernel_ingest(batch: list[ChatMessage]) -> None:
+        for message in batch:
+            kernel.ingest(message)
+        kernel.due(batch[-1].time)  # keep the scheduler at a running bot's size
+
+    def threads(batch: list[ChatMessage]) -> None:
+        for message in batch:
+            tracker.assign(message)
+
+    def lexicon_match(batch: list[ChatMessage]) -> None:
+        for message in batch:
             lexicon.match(message.text, keys[message.chat_id])
 
-    def events() -> None:
+    def events(batch: list[ChatMessage]) -> None:
         store = EventStore()
-        for message in messages:
+        for message in batch:
             event = store.create(
                 kind="message",
                 chat_id=message.chat_id,
@@ -212,34 +199,50 @@ def bench_parts(kernel: Kernel, messages: list[ChatMessage], runs: int) -> float
             )
             store.transition(event.id, EventState.SKIPPED, message.time)
 
-    # The reference scans UTF-16 code units, as the lexicon does: over plain str, pyahocorasick's
-    # linear child scan at a root with thousands of CJK first characters is several times slower.
-    automaton = ahocorasick.Automaton(ahocorasick.STORE_ANY)
-    for term in lexicon.terms(GLOBAL_KEY):
-        automaton.add_word(encode_units(term.text), term.text)
-    automaton.make_automaton()
-    texts = [m.text for m in messages]
-
-    def bare() -> None:
+    def bare(batch: list[ChatMessage]) -> None:
         heap: list[tuple[float, int]] = []
-        for i, text in enumerate(texts):
+        for i, message in enumerate(batch):
             # A fresh iter() each time: reusing one with .set() crashes on emoji (known trap).
-            for _ in automaton.iter(encode_units(normalize_text(text))):
+            for _ in automaton.iter(encode_units(normalize_text(message.text))):
                 pass
             heapq.heappush(heap, (float(i), i))
             heapq.heappop(heap)
 
-    print("   where the time goes (the same messages through one component alone):")
-    for name, run in (
-        ("ThreadTracker.assign", threads),
-        ("DynamicLexicon.match (global+group+persona)", lexicon_match),
-        ("EventStore create + one transition", events),
-    ):
-        print(f"     {name:44s} {median_us(run, n, runs):8.2f} µs/msg")
-    bare_us = median_us(bare, n, runs)
-    label = "bare loop (AC scan + heap push/pop)"
-    print(f"     {label:44s} {bare_us:8.2f} µs/msg   {1e6 / bare_us:,.0f} msg/s")
-    return bare_us
+    parts: dict[str, Callable[[list[ChatMessage]], None]] = {
+        "Kernel.ingest": kernel_ingest,
+        "ThreadTracker.assign alone": threads,
+        "DynamicLexicon.match alone (global+group+persona)": lexicon_match,
+        "EventStore create + one move alone": events,
+        "bare loop (AC scan + heap push/pop)": bare,
+    }
+    samples: dict[str, list[float]] = {name: [] for name in parts}
+    for run in range(runs):
+        batch = shifted(messages, span * (run + 1), f"r{run}-")
+        for name, part in parts.items():
+            gc.collect()
+            start_ns = time.perf_counter_ns()
+            part(batch)
+            samples[name].append((time.perf_counter_ns() - start_ns) / len(batch) / 1_000)
+    us = {name: statistics.median(values) for name, values in samples.items()}
+
+    stats = kernel.statistics()
+    n = len(messages)
+    print(
+        f"## ingest: {n:,} messages x {runs} runs over {len({m.chat_id for m in messages}):,} groups,"
+        f" {stats.lexicon.terms:,} lexicon terms (built in {loaded:.1f} s, warm-up {warm:.1f} s)"
+    )
+    decisions = ", ".join(f"{name} {count / stats.ingested:.1%}" for name, count in stats.by_decision)
+    print(f"   decisions: {decisions}")
+    for name, value in us.items():
+        print(f"   {name:50s} {value:8.2f} µs/msg   {1e6 / value:10,.0f} msg/s")
+    kernel_us = us["Kernel.ingest"]
+    bare_us = us["bare loop (AC scan + heap push/pop)"]
+    runs_text = ", ".join(f"{v:.1f}" for v in samples["Kernel.ingest"])
+    print(f"   Kernel.ingest runs: {runs_text} µs/msg")
+    print(f"   ratio kernel / bare loop: {kernel_us / bare_us:.1f}x")
+    print(f"   peak RSS {lexbench.peak_rss_mb():.0f} MB (before the kernel: {rss_before:.0f} MB)")
+    sample_ingest(kernel, messages, span)
+    return kernel
 
 
 def _fresh_events(store: EventStore, rng: random.Random, count: int) -> list[str]:
@@ -325,6 +328,63 @@ def bench_scheduler(pending: int, ops: int, runs: int) -> None:
     )
 
 
+# Components of Kernel.ingest, by the function that marks them on the stack (file, function).
+_COMPONENTS = (
+    ("ThreadTracker.assign", "kernel/threads.py", "assign"),
+    ("DynamicLexicon.match", "lexicon/lexicon.py", "match"),
+    ("keyword score (score_hits)", "lexicon/scoring.py", "score_hits"),
+    ("EventStore (create/transition/update)", "kernel/events.py", ""),
+    ("ActivationScheduler", "kernel/scheduler.py", ""),
+    ("attention (score_attention)", "kernel/attention.py", "score_attention"),
+    ("question check", "kernel/_signals.py", "looks_like_question"),
+    ("budgets", "kernel/budget.py", ""),
+)
+
+
+def sample_ingest(kernel: Kernel, messages: list[ChatMessage], span: float) -> None:
+    """Where the time goes inside Kernel.ingest: stack samples every 0.5 ms from a second thread."""
+    batches = [shifted(messages, span * (100 + i), f"p{i}-") for i in range(2)]
+    done = threading.Event()
+
+    def work() -> None:
+        for batch in batches:
+            for message in batch:
+                kernel.ingest(message)
+        done.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    ident = worker.ident
+    counts = dict.fromkeys((name for name, _, _ in _COMPONENTS), 0)
+    total = own = 0
+    while not done.is_set():
+        time.sleep(0.0005)
+        frame = sys._current_frames().get(ident) if ident is not None else None
+        seen: set[str] = set()
+        inside = False
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "ingest" and code.co_filename.endswith("kernel/kernel.py"):
+                inside = True
+            for name, path, function in _COMPONENTS:
+                if code.co_filename.endswith(path) and (not function or code.co_name == function):
+                    seen.add(name)
+            frame = frame.f_back
+        if inside:
+            total += 1
+            for name in seen:
+                counts[name] += 1
+            if not seen:
+                own += 1
+    worker.join()
+    if not total:
+        return
+    print(f"   inside Kernel.ingest ({total:,} stack samples; the scheduler's include its store moves):")
+    for name, count in counts.items():
+        print(f"     {name:44s} {count / total:6.1%}")
+    print(f"     {'the facade itself (none of the above)':44s} {own / total:6.1%}")
+
+
 def bench_bad_input(kernel: Kernel, runs: int) -> None:
     base = 10**7
     normal = "今天的猫粮到了🐱大家看看这个牌子怎么样？" * 3
@@ -370,9 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     messages = chat_stream(texts, idents, args.seed + 2)
     print(f"corpus and {len(messages):,} messages generated in {time.perf_counter() - start:.1f} s")
 
-    kernel, ingest_us = bench_ingest(corpus, messages, args.runs)
-    bare_us = bench_parts(kernel, messages, args.runs)
-    print(f"   ratio kernel / bare loop: {ingest_us / bare_us:.1f}x")
+    kernel = bench_ingest(corpus, messages, args.runs)
     bench_bad_input(kernel, args.runs)
     del kernel
     gc.collect()
