@@ -74,14 +74,15 @@ class Entry:
 class KeyTerms:
     """The terms of one key, their alias index and their (lazily rebuilt) automaton."""
 
-    __slots__ = ("_automaton", "_stale", "aliases", "entries", "key")
+    __slots__ = ("aliases", "built", "entries", "key", "stale")
 
     def __init__(self, key: LexiconKey) -> None:
         self.key = key
         self.entries: dict[str, Entry] = {}
         self.aliases: dict[str, str] = {}  # alias -> the text of the term that owns it
-        self._automaton: ahocorasick.Automaton | None = None
-        self._stale = False
+        # Plain attributes, not properties: the per-message path reads them for every key.
+        self.built: ahocorasick.Automaton | None = None  # as last built, possibly stale
+        self.stale = False
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -117,14 +118,14 @@ class KeyTerms:
         self.entries[entry.text] = entry
         for alias in entry.aliases:
             self.aliases[alias] = entry.text
-        self._stale = True
+        self.stale = True
         return others
 
     def remove(self, text: str) -> Entry | None:
         entry = self.entries.get(text)
         if entry is not None:
             self._drop(entry)
-            self._stale = True
+            self.stale = True
         return entry
 
     def _drop(self, entry: Entry) -> None:
@@ -135,29 +136,20 @@ class KeyTerms:
 
     def touch(self) -> None:
         """Mark the automaton stale (a status changed in place)."""
-        self._stale = True
-
-    @property
-    def stale(self) -> bool:
-        return self._stale
-
-    @property
-    def built(self) -> int:
-        """1 when an automaton is held (for statistics), else 0."""
-        return 0 if self._automaton is None else 1
+        self.stale = True
 
     def automaton(self) -> ahocorasick.Automaton | None:
         """The automaton over every non-suppressed surface, rebuilt first if stale."""
-        if self._stale:
-            self._automaton = _build(self.entries.values())
-            self._stale = False
-        return self._automaton
+        if self.stale:
+            self.built = _build(self.entries.values())
+            self.stale = False
+        return self.built
 
     def current_automaton(self) -> ahocorasick.Automaton | None:
         """The automaton as last built, possibly stale (learning resolves hits through owner())."""
-        if self._automaton is None and self._stale:
+        if self.built is None and self.stale:
             return self.automaton()
-        return self._automaton
+        return self.built
 
 
 def _build(entries: Iterable[Entry]) -> ahocorasick.Automaton | None:

@@ -35,8 +35,14 @@ import ahocorasick
 
 from runtime.kernel.lexicon._store import Entry, KeyTerms
 from runtime.kernel.lexicon.learning import JiebaSegmenter, Segmenter, extract_candidates
-from runtime.kernel.lexicon.normalize import UnitMap, encode_units, normalize_term, normalize_text
-from runtime.kernel.lexicon.scoring import Span, score_spans
+from runtime.kernel.lexicon.normalize import (
+    MatchFolder,
+    UnitMap,
+    encode_units,
+    normalize_term,
+    normalize_text,
+)
+from runtime.kernel.lexicon.scoring import Ordered, score_ordered
 from runtime.kernel.lexicon.settings import LexiconSettings
 from runtime.kernel.lexicon.terms import (
     InvalidTerm,
@@ -77,6 +83,7 @@ class DynamicLexicon:
         self._decayed_away = 0
         self._expired = 0
         self._dirty: dict[LexiconKey, set[str]] = {}  # key -> texts changed since take_changes()
+        self._folder = MatchFolder()
 
     @property
     def settings(self) -> LexiconSettings:
@@ -128,7 +135,7 @@ class DynamicLexicon:
             store.remove(victim.text)
             self._evicted += 1
             self._touch(key, victim.text)
-        self._touch(key, canonical, *store.put(Entry(term)))
+        self._touch(key, canonical, *self._put(store, Entry(term)))
         return term
 
     def register(self, key: LexiconKey, text: str, *, now: float, **options: object) -> Disposer:
@@ -222,7 +229,7 @@ class DynamicLexicon:
 
         Sorted by start, then end, then the order of ``keys``; offsets index ``normalize_text(text)``.
         """
-        normalized = normalize_text(text)
+        normalized = self._folder.fold(text)
         encoded = encode_units(normalized)
         one_unit_per_char = len(encoded) == 2 * len(normalized)  # no astral character
         hits: list[KeywordHit] = []
@@ -252,14 +259,13 @@ class DynamicLexicon:
 
     def score(self, text: str, keys: Iterable[LexiconKey]) -> float:
         """The keyword score of ``text`` in [0, 1] (rules in :mod:`.scoring`)."""
-        encoded = encode_units(normalize_text(text))
-        spans: list[Span] = []
+        encoded = encode_units(self._folder.fold(text))
+        ordered: list[Ordered] = []
         for key in dict.fromkeys(keys):
-            spans.extend(
-                (start, end, entry.text, entry.weight * entry.confidence)
-                for start, end, _surface, entry in self._scan(key, encoded)
-            )
-        return score_spans(spans)
+            found = self._scan(key, encoded)
+            if found:
+                ordered.extend([(s, -t, -e.weight * e.confidence, e.text) for s, t, _surface, e in found])
+        return score_ordered(ordered)
 
     def _scan(self, key: LexiconKey, encoded: str) -> list[tuple[int, int, str, Entry]]:
         """Aligned occurrences in ``encoded`` as (start byte, end byte, surface, term)."""
@@ -269,7 +275,8 @@ class DynamicLexicon:
         self._matches += 1
         if store.stale:
             self._rebuilds += 1
-        return _occurrences(store, store.automaton(), encoded)
+            return _occurrences(store, store.automaton(), encoded)
+        return _occurrences(store, store.built, encoded)
 
     # -- learning -----------------------------------------------------------------------------
 
@@ -360,7 +367,7 @@ class DynamicLexicon:
                         last_seen_at=now,
                     )
                 )
-                store.put(entry)
+                self._put(store, entry)
                 self._touch(key, word)
                 self._learned += 1
                 tally.created.append((key, entry))
@@ -376,6 +383,11 @@ class DynamicLexicon:
                         self._touch(key, victim.text)
                         self._evicted += 1
                         tally.evicted += 1
+
+    def _put(self, store: KeyTerms, entry: Entry) -> list[str]:
+        for surface in entry.surfaces():
+            self._folder.note(surface)
+        return store.put(entry)
 
     def _reinforce(self, entry: Entry, now: float) -> None:
         settings = self._settings
@@ -458,7 +470,7 @@ class DynamicLexicon:
             store = KeyTerms(snapshot.key)
             for term in snapshot.terms:
                 aliases = tuple(dict.fromkeys(_valid(alias) for alias in term.aliases))
-                store.put(Entry(_normalized_term(term, _valid(term.text), aliases)))
+                self._put(store, Entry(_normalized_term(term, _valid(term.text), aliases)))
             cap = self._cap(snapshot.key)
             while len(store) > cap and (victim := _lowest_active(store.entries.values())) is not None:
                 store.remove(victim.text)
@@ -502,7 +514,7 @@ class DynamicLexicon:
         for key, store in self._keys.items():
             terms += len(store)
             by_scope[key.scope.value] += len(store)
-            automata += store.built
+            automata += store.built is not None
             for entry in store.entries.values():
                 if entry.status is TermStatus.PINNED:
                     pinned += 1

@@ -43,6 +43,45 @@ def normalize_text(text: str) -> str:
     return _NEEDS_FOLD.sub(_fold_run, text).lower()
 
 
+class MatchFolder:
+    """:func:`normalize_text` as far as matching can tell, for the per-message path.
+
+    Folding is length-preserving except for the zero-width characters, so a full-width character
+    whose half-width lower-case form occurs in no term can stay as it is: neither form can be part
+    of a match, and offsets do not move. Chinese chat is full of ，！？： that no term contains;
+    skipping them saves most of the folding. The folder learns which ASCII characters terms use
+    (:meth:`note`); the set only grows, and a superset is always safe.
+    """
+
+    __slots__ = ("_ascii", "_pattern")
+
+    def __init__(self) -> None:
+        self._ascii: frozenset[str] = frozenset()
+        self._pattern = _fold_pattern(self._ascii)
+
+    def note(self, surface: str) -> None:
+        """Make sure the full-width forms of ``surface``'s ASCII characters are folded."""
+        chars = {char for char in surface if char < "\x80"}
+        if not chars <= self._ascii:
+            self._ascii = self._ascii | chars
+            self._pattern = _fold_pattern(self._ascii)
+
+    def fold(self, text: str) -> str:
+        return self._pattern.sub(_fold_run, text).lower()
+
+
+def _fold_pattern(ascii_chars: frozenset[str]) -> re.Pattern[str]:
+    members = ["\u200b-\u200d\u2060\ufeff"]  # dropped always: dropping moves offsets
+    for char in sorted(ascii_chars):
+        if char == " ":
+            members.append("\u3000")
+        elif "!" <= char <= "~":
+            members.append(chr(ord(char) + 0xFEE0))
+            if char.islower():
+                members.append(chr(ord(char.upper()) + 0xFEE0))
+    return re.compile("[" + "".join(members) + "]+")
+
+
 def normalize_term(text: str) -> str:
     """Fold a term or alias like text, then trim surrounding whitespace."""
     return normalize_text(text).strip()

@@ -18,16 +18,16 @@ from collections.abc import Iterable
 
 from runtime.kernel.lexicon.terms import KeywordHit
 
-# (start, end, term, value), end exclusive; any monotone unit of position will do.
-Span = tuple[int, int, str, float]
+# (start, -end, -value, term): plain tuple order is leftmost, then longest, then best value, and a
+# list of them sorts in C.
+Ordered = tuple[int, int, float, str]
 
 
-def score_spans(spans: list[Span]) -> float:
-    """The keyword score of ``spans`` under the rules in this module's docstring."""
-    if not spans:
+def score_ordered(ordered: list[Ordered]) -> float:
+    """The keyword score of spans given as ``(start, -end, -value, term)`` (any monotone unit)."""
+    if not ordered:
         return 0.0
-    # Leftmost, then longest, then best value first; plain tuple order sorts in C.
-    ordered = sorted([(start, -end, -value, term) for start, end, term, value in spans])
+    ordered.sort()
     best: dict[str, float] = {}
     covered_to = -1
     for start, neg_end, neg_value, term in ordered:
@@ -44,4 +44,4 @@ def score_spans(spans: list[Span]) -> float:
 
 def score_hits(hits: Iterable[KeywordHit]) -> float:
     """The keyword score of hits already found by ``DynamicLexicon.match``."""
-    return score_spans([(hit.start, hit.end, hit.term, hit.weight * hit.confidence) for hit in hits])
+    return score_ordered([(hit.start, -hit.end, -hit.weight * hit.confidence, hit.term) for hit in hits])
