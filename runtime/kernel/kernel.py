@@ -572,7 +572,21 @@ class Kernel:
         return take
 
     def prune(self, now: float) -> int:
-        """Drop old finished events and idle threads; returns how many things went."""
+        """Housekeeping, called every minute or so: returns how many events and threads went.
+
+        Events nobody took up are closed so the store stays bounded: an ``eligible`` event not begun
+        within ``scheduling.deliberation_timeout`` is ``skipped`` ("never taken up"), a deliberation
+        older than that (its episode died) ``expired``. Then old finished events and idle threads
+        are dropped.
+        """
+        stale_before = now - self.settings.scheduling.deliberation_timeout
+        for event_id in [e for e, (_, began) in self._deliberating.items() if began < stale_before]:
+            del self._deliberating[event_id]
+            if self.events.can_transition(event_id, EventState.EXPIRED):
+                self.events.transition(event_id, EventState.EXPIRED, now)
+        for event in self.events.list(states=(EventState.ELIGIBLE,)):
+            if event.updated_at < stale_before:
+                self._skip(event.id, now, "never taken up")
         dropped = self.events.prune(now) + self.threads.prune(now)
         horizon = now - self.settings.threads.horizon
         for thread_id in [t for t, at in self._bot_in_thread.items() if at < horizon]:
@@ -582,9 +596,6 @@ class Kernel:
         threads = self.threads
         for thread_id in [t for t in self._match_keys if threads.get(t) is None]:
             del self._match_keys[thread_id]
-        stale_before = now - self.settings.scheduling.deliberation_timeout
-        for event_id in [e for e, (_, began) in self._deliberating.items() if began < stale_before]:
-            del self._deliberating[event_id]
         return dropped
 
     def restore_events(self, events: Iterable[BotEvent], now: float) -> int:

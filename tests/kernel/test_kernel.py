@@ -470,3 +470,20 @@ def test_restore_speeches_puts_the_budgets_back() -> None:
     assert not kernel.budgets.can_speak("group:1", 150.0).allowed
     assert kernel.budgets.can_speak("group:2", 150.0, forced=True).allowed
     assert not kernel.budgets.can_speak("group:2", 150.0).allowed  # cooldown after any speech
+
+
+def test_prune_closes_what_nobody_took_up_and_bounds_the_kernel() -> None:
+    kernel = make(scheduling=SchedulingSettings(deliberation_timeout=60.0))
+    ignored = kernel.ingest(msg("@灰风 在吗", 0.0, addressed=True))  # act_now, never begun
+    died = kernel.ingest(msg("@灰风 帮我查一下", 0.0, addressed=True, chat="2"))
+    kernel.begin(died.event.id, 0.0)  # the episode dies
+    fresh = kernel.ingest(msg("@灰风 还在吗", 100.0, addressed=True, chat="3"))
+    kernel.prune(100.0)
+    assert kernel.events.require(ignored.event.id).state is EventState.SKIPPED
+    assert kernel.events.require(ignored.event.id).payload["skip_reason"] == "never taken up"
+    assert kernel.events.require(died.event.id).state is EventState.EXPIRED
+    assert kernel.events.require(fresh.event.id).state is EventState.ELIGIBLE
+    # Hours later, finished events and idle threads are gone.
+    kernel.prune(100_000.0)
+    assert kernel.events.get(ignored.event.id) is None
+    assert kernel.statistics().threads.threads == 0
