@@ -45,9 +45,9 @@ class ThreadsConfig(Section):
     max_threads_per_chat: int = Field(default=64, ge=1)
     max_messages_per_chat: int = Field(default=500, ge=1)
     max_candidates: int = Field(default=12, ge=1)
-    max_terms_per_thread: int = Field(default=64, ge=1)
+    max_terms_per_thread: int = Field(default=32, ge=1)
     max_feature_chars: int = Field(default=1_000, ge=1)
-    max_terms_per_message: int = Field(default=48, ge=1)
+    max_terms_per_message: int = Field(default=16, ge=1)
     max_chats: int = Field(default=20_000, ge=1)
 
     @model_validator(mode="after")

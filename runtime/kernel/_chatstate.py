@@ -2,7 +2,8 @@
 
 Everything here is bounded by the caller's settings: a chat holds at most ``max_threads_per_chat``
 live threads, ``max_messages_per_chat`` remembered message ids and ``MAX_PEOPLE`` speakers; a thread holds
-its last 32 message ids and participants and at most ``2 * max_terms_per_thread`` terms. The chat
+its last 32 message ids and participants and its last ``max_terms_per_thread`` to twice as many
+distinct terms. The chat
 keeps an inverted index (term -> threads that used it) so shared vocabulary costs one lookup per
 message term instead of one per term per thread.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
+from itertools import islice
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -22,8 +24,6 @@ RECENT_MESSAGE_IDS = 32
 MAX_PARTICIPANTS = 32
 # Per-chat memory of who last spoke / was @-ed / talked to whom, and where.
 MAX_PEOPLE = 512
-# Term statistics of a chat cover roughly this many recent messages.
-DF_WINDOW = 500
 
 K = TypeVar("K", str, tuple[str, str])
 
@@ -39,15 +39,13 @@ class ThreadState:
         self.count = 0
         self.message_ids: deque[str] = deque(maxlen=RECENT_MESSAGE_IDS)
         self.participants: dict[str, float] = {}
-        # term -> how much this thread used it (counts, halved when the profile is trimmed)
-        self.terms: dict[str, float] = {}
+        # the thread's recent vocabulary, least recently used first (an ordered set)
+        self.terms: dict[str, None] = {}
 
 
 class ChatState:
     __slots__ = (
         "addressed",
-        "df",
-        "docs",
         "last_at",
         "messages",
         "pairs",
@@ -66,77 +64,63 @@ class ChatState:
         # (user, user) sorted -> (thread id, when) of their last exchange by @. Oldest first.
         self.pairs: dict[tuple[str, str], tuple[str, float]] = {}
         self.last_at = float("-inf")
-        # How many recent messages used each term (halved now and then, so it forgets slowly).
-        self.df: dict[str, float] = {}
-        self.docs = 0.0
-        # term -> {thread id: use}, mirroring the live threads' profiles.
-        self.postings: dict[str, dict[str, float]] = {}
+        # term -> ids of the live threads whose recent vocabulary holds it.
+        self.postings: dict[str, set[str]] = {}
 
     # -- vocabulary ------------------------------------------------------------------------------
 
     def term_hits(self, terms: tuple[str, ...]) -> tuple[dict[str, float], float]:
         """Per thread, the summed rarity of the message terms it has used; and the terms' total.
 
-        A term's rarity is ``log(docs + 2) - log(df + 1)``: a word every message uses weighs
-        nothing, a word the chat has never seen weighs most (and matches no thread).
+        A term's rarity is ``log(threads + 2) - log(users + 1)`` where ``users`` counts the live
+        threads whose vocabulary holds it: a word every conversation uses weighs next to nothing,
+        a word no conversation uses weighs most (and matches nothing).
         """
-        df = self.df
         postings = self.postings
         log = math.log
-        base = log(self.docs + 2.0)
-        total = base * len(terms)
+        base = log(len(self.threads) + 2.0)
+        total = 0.0
         hits: dict[str, float] = {}
         for term in terms:
-            seen = df.get(term)
-            weight = base
-            if seen:
-                common = log(seen + 1.0)
-                weight -= common
-                total -= common
             posting = postings.get(term)
             if posting:
-                for tid, used in posting.items():
-                    hits[tid] = hits.get(tid, 0.0) + (weight if used >= 1.0 else weight * used)
+                weight = base - log(len(posting) + 1.0)
+                total += weight
+                for tid in posting:
+                    hits[tid] = hits.get(tid, 0.0) + weight
+            else:
+                total += base
         return hits, total
 
     def learn(self, thread: ThreadState, terms: tuple[str, ...], max_terms: int) -> None:
-        """Add a message's terms to the thread's profile and to the chat's term statistics."""
-        profile = thread.terms
+        """Add a message's terms to the thread's recent vocabulary.
+
+        The vocabulary is kept in order of last use; past ``2 * max_terms`` terms the oldest are
+        dropped down to ``max_terms`` (no sorting, and every term is dropped at most once).
+        """
+        vocabulary = thread.terms
         postings = self.postings
-        df = self.df
         tid = thread.id
         for term in terms:
-            used = profile.get(term, 0.0) + 1.0
-            profile[term] = used
-            posting = postings.get(term)
-            if posting is None:
-                postings[term] = {tid: used}
+            if term in vocabulary:
+                del vocabulary[term]  # re-inserted below as the most recent
             else:
-                posting[tid] = used
-            df[term] = df.get(term, 0.0) + 1.0
-        if len(profile) > 2 * max_terms:
-            self._trim(thread, max_terms)
-        self.docs += 1.0
-        if self.docs >= 2 * DF_WINDOW:
-            self.docs /= 2.0
-            self.df = {k: v / 2.0 for k, v in self.df.items() if v > 1.0}
-
-    def _trim(self, thread: ThreadState, max_terms: int) -> None:
-        # Keep the most used terms, halved, so older vocabulary fades instead of piling up.
-        ranked = sorted(thread.terms.items(), key=lambda kv: kv[1], reverse=True)
-        postings = self.postings
-        tid = thread.id
-        for term, _ in ranked[max_terms:]:
-            self._unpost(term, tid)
-        kept = {term: used / 2.0 for term, used in ranked[:max_terms]}
-        for term, used in kept.items():
-            postings[term][tid] = used
-        thread.terms = kept
+                posting = postings.get(term)
+                if posting is None:
+                    postings[term] = {tid}
+                else:
+                    posting.add(tid)
+            vocabulary[term] = None
+        excess = len(vocabulary) - max_terms
+        if excess > max_terms:
+            for term in list(islice(vocabulary, excess)):
+                del vocabulary[term]
+                self._unpost(term, tid)
 
     def _unpost(self, term: str, tid: str) -> None:
         posting = self.postings.get(term)
         if posting is not None:
-            posting.pop(tid, None)
+            posting.discard(tid)
             if not posting:
                 del self.postings[term]
 

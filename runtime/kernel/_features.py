@@ -27,6 +27,8 @@ _CJK_FUNCTION_CHARS = frozenset(
 )
 
 
+_CJK_FUNCTION = re.compile("[" + "".join(sorted(_CJK_FUNCTION_CHARS)) + "]")
+
 
 def _wordset(words: str) -> frozenset[str]:
     return frozenset(words.split())
@@ -72,14 +74,9 @@ def extract_terms(text: str, max_chars: int = 1_000, max_terms: int = 48) -> tup
         seen[word[:_MAX_WORD] if len(word) > _MAX_WORD else word] = None
         if len(seen) >= max_terms:
             return tuple(seen)
-    function_chars = _CJK_FUNCTION_CHARS
-    for run in _CJK_RUN.findall(head):
-        for i in range(len(run) - 1):
-            a = run[i]
-            b = run[i + 1]
-            if a in function_chars or b in function_chars:
-                continue
-            bigram = a + b
+    # Function characters become breaks, so the runs left hold content characters only.
+    for run in _CJK_RUN.findall(_CJK_FUNCTION.sub(" ", head)):
+        for bigram in [run[i : i + 2] for i in range(len(run) - 1)]:
             if bigram in _CJK_STOP_BIGRAMS:
                 continue
             seen[bigram] = None

@@ -91,9 +91,9 @@ class ThreadSettings:
     max_threads_per_chat: int = 64
     max_messages_per_chat: int = 500
     max_candidates: int = 12
-    max_terms_per_thread: int = 64
+    max_terms_per_thread: int = 32
     max_feature_chars: int = 1_000
-    max_terms_per_message: int = 48
+    max_terms_per_message: int = 16
     max_chats: int = 20_000
 
     def __post_init__(self) -> None:
