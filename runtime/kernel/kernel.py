@@ -47,14 +47,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from enum import StrEnum
 
 from runtime.kernel._signals import looks_like_question
 from runtime.kernel.attention import Attention, AttentionInput, Decision, score_attention
-from runtime.kernel.budget import Budgets, BudgetsStatistics, BudgetVerdict
+from runtime.kernel.budget import Budgets, BudgetVerdict
 from runtime.kernel.errors import InvalidSetting
-from runtime.kernel.events import BotEvent, EventState, EventStore, EventStoreStatistics
+from runtime.kernel.events import BotEvent, EventState, EventStore
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.lexicon.learning import Segmenter
 from runtime.kernel.lexicon.lexicon import DynamicLexicon
@@ -64,13 +62,19 @@ from runtime.kernel.lexicon.terms import (
     KeywordHit,
     LexiconKey,
     LexiconScope,
-    LexiconStatistics,
     TermStatus,
 )
 from runtime.kernel.message import ChatMessage
-from runtime.kernel.scheduler import ActivationScheduler, SchedulerStatistics
+from runtime.kernel.outcomes import (
+    Activation,
+    ActivationOutcome,
+    IngestAction,
+    IngestResult,
+    KernelStatistics,
+)
+from runtime.kernel.scheduler import ActivationScheduler
 from runtime.kernel.settings import KernelSettings, Supersede
-from runtime.kernel.threads import ThreadAssignment, ThreadTracker, ThreadTrackerStatistics
+from runtime.kernel.threads import ThreadAssignment, ThreadTracker
 
 __all__ = [
     "PERSONA_KEY",
@@ -88,69 +92,6 @@ OUTGOING_KIND = "outgoing"
 # Superseded activations waiting to be reported by due(); a caller that never calls due() loses the
 # oldest reports, never memory.
 _MAX_SUPERSEDED_REPORTS = 4_096
-
-
-class IngestAction(StrEnum):
-    ACT_NOW = "act_now"
-    SCHEDULED = "scheduled"
-    RECORDED = "recorded"
-
-
-class ActivationOutcome(StrEnum):
-    READY = "ready"
-    BUDGET_BLOCKED = "budget_blocked"
-    EXPIRED = "expired"
-    SUPERSEDED = "superseded"
-
-
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    """What the kernel made of one message."""
-
-    message: ChatMessage
-    event: BotEvent
-    thread: ThreadAssignment
-    attention: Attention
-    action: IngestAction
-    activate_at: float | None  # now for act_now, the activation time when scheduled, else None
-    superseded: tuple[str, ...]
-    keyword_hits: tuple[KeywordHit, ...]
-    reason: str
-
-    @property
-    def decision(self) -> Decision:
-        return self.attention.decision
-
-
-@dataclass(frozen=True, slots=True)
-class Activation:
-    """An activation leaving the scheduler: ready to deliberate, or why not."""
-
-    event: BotEvent
-    outcome: ActivationOutcome
-    reason: str = ""
-
-    @property
-    def ready(self) -> bool:
-        return self.outcome is ActivationOutcome.READY
-
-
-@dataclass(frozen=True, slots=True)
-class KernelStatistics:
-    ingested: int
-    by_action: tuple[tuple[str, int], ...]
-    by_decision: tuple[tuple[str, int], ...]
-    activations: tuple[tuple[str, int], ...]
-    rescheduled_by_budget: int
-    superseded: int
-    learn_queue: int
-    learn_dropped: int
-    learned_texts: int
-    events: EventStoreStatistics
-    threads: ThreadTrackerStatistics
-    scheduler: SchedulerStatistics
-    budgets: BudgetsStatistics
-    lexicon: LexiconStatistics
 
 
 _WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
