@@ -2,10 +2,11 @@
 
 A message joins the recent thread with the best score, or starts a new one when no thread scores
 ``join_threshold``. A reply always joins its target's thread. The other signals add up: an @ of
-someone who spoke in the thread (``weight_mention``), the speaker's own latest thread
-(``weight_speaker``) or the thread where the speaker was last @-ed (``weight_addressed``), shared
-words with the thread (``weight_terms``) and plain recency (``weight_recent``, within ``gap_ms``).
-These defaults are the bot's and the ones ``bench/disentangle.py`` measures.
+someone (``weight_pair`` towards where the two last talked, ``weight_mention`` towards where the
+named person last spoke), the speaker's own latest thread (``weight_speaker``) or the thread where
+the speaker was last @-ed (``weight_addressed``), shared words weighted by rarity
+(``weight_terms``) and plain recency (``weight_recent``, within ``gap_ms``). These defaults are the
+bot's and the ones ``bench/disentangle.py`` measures on real chat logs.
 """
 
 from __future__ import annotations

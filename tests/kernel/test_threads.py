@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import pytest
 
+from runtime.config import ConfigError, parse_config
 from runtime.config.threads import ThreadsConfig
 from runtime.kernel._features import extract_terms
 from runtime.kernel.errors import InvalidSetting
@@ -334,6 +335,13 @@ def test_settings_come_from_config_in_seconds() -> None:
     settings = ThreadSettings.from_config(cfg)
     assert (settings.gap, settings.horizon, settings.speaker_span) == (120.0, 600.0, 90.0)
     assert ThreadSettings.from_config(ThreadsConfig()) == ThreadSettings()  # one set of defaults
+
+
+def test_config_refuses_a_horizon_shorter_than_the_gap_by_name() -> None:
+    with pytest.raises(ConfigError, match="horizon_ms"):
+        parse_config({"threads": {"gap_ms": 600_000, "horizon_ms": 60_000}})
+    with pytest.raises(ConfigError, match=r"threads\.weight_pair"):
+        parse_config({"threads": {"weight_pair": -1}})
 
 
 @pytest.mark.parametrize(
