@@ -1,0 +1,85 @@
+"""A kernel's events, budgets and lexicon go through SQLite and come back into a fresh kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.kernel.kernel import Kernel
+from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
+from runtime.store.kernel_state import (
+    bot_event,
+    event_record,
+    keyword_snapshots,
+    restore_kernel,
+    save_lexicon_changes,
+    term_record,
+)
+from runtime.store.records import SpeechRecord
+from runtime.store.sqlite import SqliteStore
+
+pytestmark = pytest.mark.asyncio
+
+G1 = "group:1"
+
+
+async def test_kernel_state_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "greywind.sqlite3"
+    before = Kernel(now=1_000.0)
+    reminder = before.schedule_activation(
+        "reminder",
+        G1,
+        now=1_000.0,
+        not_before=1_060.0,
+        deadline=1_600.0,
+        priority=0.4,
+        payload={"text": "喝水"},
+    )
+    before.record_speech(G1, 1_010.0)
+    key = LexiconKey(LexiconScope.GROUP, G1)
+    before.lexicon.add(key, "原神", now=1_000.0, aliases=("genshin",), weight=0.6, confidence=0.7)
+    before.lexicon.add(key, "广告", now=1_000.0, status=TermStatus.SUPPRESSED)
+    blocked_before = before.budgets.can_speak(G1, 1_011.0)
+
+    store = await SqliteStore.open(path)
+    await store.write([event_record(e) for e in before.events.list()])
+    await store.write([SpeechRecord(G1, 1_010.0)])
+    await save_lexicon_changes(store, before.lexicon.take_changes())
+    await store.close()
+
+    store = await SqliteStore.open(path)
+    try:
+        state = await store.load_runtime_state(now=1_011.0)
+    finally:
+        await store.close()
+    after = Kernel(now=1_011.0)
+    report = restore_kernel(after, state, now=1_011.0)
+
+    assert report.events == 1
+    assert after.budgets.can_speak(G1, 1_011.0) == blocked_before
+    restored = {(str(s.key), t.text): t for s in after.lexicon.snapshot() for t in s.terms}
+    original = {(str(s.key), t.text): t for s in before.lexicon.snapshot() for t in s.terms}
+    assert restored[(str(key), "原神")] == original[(str(key), "原神")]
+    assert restored[(str(key), "广告")].status is TermStatus.SUPPRESSED
+    # Both kernels now act alike: the reminder waits out the restored budget (90 s after the
+    # speech at 1010), then fires once.
+    for kernel in (before, after):
+        assert kernel.due(1_061.0) == []
+        assert kernel.scheduler.next_at() == 1_100.0
+        due = kernel.due(1_101.0)
+        assert [(a.event.id, a.outcome.value, a.event.payload["text"]) for a in due] == [
+            (reminder.id, "ready", "喝水")
+        ]
+
+
+async def test_event_and_term_conversions_round_trip() -> None:
+    kernel = Kernel(now=5.0)
+    event = kernel.schedule_activation("wait", G1, now=5.0, not_before=9.0, thread_id="th-1")
+    assert bot_event(event_record(event)) == event
+    key = LexiconKey(LexiconScope.GLOBAL, "")
+    kernel.lexicon.add(key, "灰风", now=5.0, status=TermStatus.PINNED)
+    [snapshot] = [s for s in kernel.lexicon.snapshot() if s.key == key]
+    records = [term_record(key, t) for t in snapshot.terms]
+    assert records[0].pinned
+    assert keyword_snapshots(records) == [snapshot]
