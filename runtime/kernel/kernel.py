@@ -56,6 +56,7 @@ from runtime.kernel.events import BotEvent, EventState, EventStore
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.lexicon.learning import Segmenter
 from runtime.kernel.lexicon.lexicon import DynamicLexicon
+from runtime.kernel.lexicon.normalize import normalize_term
 from runtime.kernel.lexicon.scoring import score_hits
 from runtime.kernel.lexicon.terms import (
     GLOBAL_KEY,
@@ -136,15 +137,19 @@ class Kernel:
         self._pin_names(now)
 
     def _pin_names(self, now: float) -> None:
-        """The persona's names under the persona key, ``[lexicon].terms`` under the global key."""
+        """The persona's names under the persona key, ``[lexicon].terms`` under the global key.
+
+        A name too short to be a term after normalisation (one character) cannot be matched and is
+        left out; the edge still recognises it when it opens a message.
+        """
         s = self.settings
-        names = [n for n in (s.persona_name, *s.persona_aliases) if len(n.strip()) >= 2]
+        names = [n for n in (s.persona_name, *s.persona_aliases) if len(normalize_term(n)) >= 2]
         if names:
             self.lexicon.add(
                 PERSONA_KEY, names[0], now=now, aliases=names[1:], source="persona", status=TermStatus.PINNED
             )
         for term in s.lexicon_terms:
-            if len(term.strip()) >= 2:
+            if len(normalize_term(term)) >= 2:
                 self.lexicon.add(GLOBAL_KEY, term, now=now, source="config", status=TermStatus.PINNED)
 
     # -- the hot path ----------------------------------------------------------------------------

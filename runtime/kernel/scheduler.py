@@ -86,8 +86,7 @@ class ActivationScheduler:
 
     def snooze(self, event_id: str, until: float, now: float) -> BotEvent:
         """Put the event off until ``until`` (its new ``not_before``); it comes back as ``eligible``."""
-        self.store.require(event_id)
-        event = self.store.update(event_id, now, not_before=until)
+        event = self.store.update(event_id, now, not_before=until)  # UnknownEvent if it is not there
         if event.state is not EventState.SNOOZED:
             event = self.store.transition(event_id, EventState.SNOOZED, now)
         self._push(event)

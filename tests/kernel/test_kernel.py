@@ -487,3 +487,15 @@ def test_prune_closes_what_nobody_took_up_and_bounds_the_kernel() -> None:
     kernel.prune(100_000.0)
     assert kernel.events.get(ignored.event.id) is None
     assert kernel.statistics().threads.threads == 0
+
+
+def test_names_too_short_to_match_are_left_out_of_the_lexicon() -> None:
+    kernel = Kernel(
+        KernelSettings(
+            persona_name="灰", persona_aliases=("\u200b风\u200b", "灰风"), lexicon_terms=("猫", " ")
+        ),
+        segmenter=WhitespaceSegmenter(),
+    )
+    persona = kernel.lexicon.terms(LexiconKey(LexiconScope.PERSONA, "self"))
+    assert [t.text for t in persona] == ["灰风"]
+    assert kernel.lexicon.terms(LexiconKey(LexiconScope.GLOBAL, "")) == []
