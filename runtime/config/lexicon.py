@@ -30,6 +30,6 @@ class LexiconConfig(Section):
     learn_max_new_per_text: int = Field(default=8, ge=0)
     learn_interval_ms: int = Field(default=60_000, ge=1_000)
     decay_interval_ms: int = Field(default=3_600_000, ge=1_000)
-    max_term_chars: int = Field(default=16, ge=2)
+    max_term_chars: int = Field(default=16, ge=2, le=64)
     # Added to the built-in stop words (learning never proposes them).
     stop_words: tuple[str, ...] = ()

@@ -12,6 +12,7 @@ from runtime.kernel.lexicon import (
     DynamicLexicon,
     InvalidTerm,
     KeywordSnapshot,
+    KeywordTerm,
     LexiconFull,
     LexiconKey,
     LexiconScope,
@@ -162,8 +163,8 @@ def test_adding_the_same_text_again_updates_it_and_keeps_first_seen() -> None:
     assert len(lexicon.terms(GROUP_A)) == 1
 
 
-@pytest.mark.parametrize("text", ["猫", " 猫 ", "", "   ", "\u200b猫", "Ａ", "灰\ud83d"])
-def test_terms_under_two_characters_or_with_half_an_emoji_are_refused(text: str) -> None:
+@pytest.mark.parametrize("text", ["猫", " 猫 ", "", "   ", "\u200b猫", "Ａ", "灰\ud83d", "灰风" * 33])
+def test_terms_too_short_too_long_or_with_half_an_emoji_are_refused(text: str) -> None:
     lexicon = make()
     with pytest.raises(InvalidTerm):
         lexicon.add(GROUP_A, text, now=0.0)
@@ -401,6 +402,19 @@ def test_restore_replaces_only_the_keys_it_carries_and_applies_the_cap() -> None
     assert len(target.terms(GROUP_A)) == 2
     assert target.get(GROUP_A, "旧词") is None
     assert target.get(GROUP_B, "别组") is not None
+
+
+def test_restore_skips_rows_that_are_no_longer_valid_terms_instead_of_failing() -> None:
+    good = KeywordTerm("原神", aliases=("ys", "猫"), weight=0.5)
+    snapshot = KeywordSnapshot(
+        GROUP_A, (good, KeywordTerm("猫"), KeywordTerm("星铁", weight=7.0), KeywordTerm("ＱＱ音乐"))
+    )
+    lexicon = make()
+    assert lexicon.restore([snapshot]) == 2
+    assert sorted(term.text for term in lexicon.terms(GROUP_A)) == ["qq音乐", "原神"]
+    assert lexicon.get(GROUP_A, "原神").aliases == ("ys",)  # type: ignore[union-attr]
+    removed = {text for _, text in lexicon.take_changes().removed}
+    assert removed == {"猫", "星铁", "ＱＱ音乐"}
 
 
 def test_statistics_count_keys_terms_and_statuses() -> None:

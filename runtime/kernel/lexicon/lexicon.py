@@ -7,7 +7,7 @@ it reinforces the terms a text contains and proposes new ones from segmentation.
 
 Rules:
 
-- a term or alias is normalised (:mod:`.normalize`) and needs two characters or more;
+- a term or alias is normalised (:mod:`.normalize`) and needs 2 to 64 characters;
 - a learned term starts at ``initial_weight`` (0.2); each text that contains it again adds
   ``repeat_step`` (0.1) up to 1 — one text counts once however often it repeats the term;
 - an ACTIVE term not seen for ``t`` seconds keeps ``0.5 ** (t / half_life)`` of its weight and is
@@ -59,6 +59,8 @@ from runtime.kernel.lexicon.terms import (
 )
 
 Disposer = Callable[[], bool]
+# A keyword, not a passage: longer "terms" would only bloat the automaton (two nodes a character).
+MAX_TERM_CHARS = 64
 _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
 # tuple.__new__ skips the NamedTuple's Python-level __new__: half the cost of a hit.
 _new_hit: Callable[[type[KeywordHit], tuple[LexiconKey, str, str, int, int, float, float]], KeywordHit]
@@ -138,12 +140,34 @@ class DynamicLexicon:
         self._touch(key, canonical, *self._put(store, Entry(term)))
         return term
 
-    def register(self, key: LexiconKey, text: str, *, now: float, **options: object) -> Disposer:
+    def register(
+        self,
+        key: LexiconKey,
+        text: str,
+        *,
+        now: float,
+        aliases: Iterable[str] = (),
+        weight: float = 1.0,
+        confidence: float = 1.0,
+        source: str = "manual",
+        status: TermStatus = TermStatus.ACTIVE,
+        expires_at: float | None = None,
+    ) -> Disposer:
         """:meth:`add`, returning a disposer that removes the term again (for a plugin's scope).
 
         The disposer is idempotent and returns whether it removed something.
         """
-        term = self.add(key, text, now=now, **options)  # type: ignore[arg-type]
+        term = self.add(
+            key,
+            text,
+            now=now,
+            aliases=aliases,
+            weight=weight,
+            confidence=confidence,
+            source=source,
+            status=status,
+            expires_at=expires_at,
+        )
         done = False
 
         def dispose() -> bool:
@@ -459,26 +483,42 @@ class DynamicLexicon:
             for key, store in self._keys.items()
         ]
 
-    def restore(self, snapshots: Iterable[KeywordSnapshot]) -> None:
-        """Put the keys of ``snapshots`` back exactly as they were; other keys are left alone.
+    def restore(self, snapshots: Iterable[KeywordSnapshot]) -> int:
+        """Put the keys of ``snapshots`` back as they were; other keys are left alone.
 
-        Terms are normalised again (raising :class:`InvalidTerm` for a bad one) and the caps apply:
-        a key over its cap loses its lowest ACTIVE terms. What is restored counts as already saved:
-        only terms the cap drops show up in :meth:`take_changes`.
+        Terms are normalised again and the caps apply: a key over its cap loses its lowest ACTIVE
+        terms. A stored row that is no longer a valid term (a bad text, weight or confidence) is
+        skipped rather than failing the start, and an invalid alias is dropped; returns how many
+        terms were skipped. What is restored counts as already saved: only what the cap, the
+        skipping or renormalising changed shows up in :meth:`take_changes`.
         """
+        skipped = 0
         for snapshot in snapshots:
-            store = KeyTerms(snapshot.key)
+            key = snapshot.key
+            store = KeyTerms(key)
             for term in snapshot.terms:
-                aliases = tuple(dict.fromkeys(_valid(alias) for alias in term.aliases))
-                self._put(store, Entry(_normalized_term(term, _valid(term.text), aliases)))
-            cap = self._cap(snapshot.key)
+                try:
+                    text = _valid(term.text)
+                    _unit(term.weight)
+                    _unit(term.confidence)
+                except InvalidTerm:
+                    skipped += 1
+                    self._touch(key, term.text)
+                    continue
+                aliases = tuple(dict.fromkeys(alias for alias in map(_valid_or_none, term.aliases) if alias))
+                restored = _normalized_term(term, text, aliases)
+                if restored is not term:
+                    self._touch(key, term.text, text)
+                self._touch(key, *self._put(store, Entry(restored)))
+            cap = self._cap(key)
             while len(store) > cap and (victim := _lowest_active(store.entries.values())) is not None:
                 store.remove(victim.text)
-                self._touch(snapshot.key, victim.text)
+                self._touch(key, victim.text)
             if store.entries:
-                self._keys[snapshot.key] = store
+                self._keys[key] = store
             else:
-                self._keys.pop(snapshot.key, None)
+                self._keys.pop(key, None)
+        return skipped
 
     def take_changes(self) -> LexiconChanges:
         """Terms changed and removed since the last call (or since start), then forget them.
@@ -638,12 +678,21 @@ def _lowest_active(entries: Iterable[Entry]) -> Entry | None:
 
 def _valid(text: str) -> str:
     normalized = normalize_term(text)
-    if len(normalized) < 2:
-        raise InvalidTerm(f"{text!r}: a term or alias needs at least two characters after normalisation")
+    if not 2 <= len(normalized) <= MAX_TERM_CHARS:
+        raise InvalidTerm(
+            f"{text[:80]!r}: a term or alias needs 2 to {MAX_TERM_CHARS} characters after normalisation"
+        )
     if _SURROGATE.search(normalized) is not None:
         # Half a character: it would match half of an emoji in the text.
         raise InvalidTerm(f"{text!r}: a term or alias cannot hold a lone surrogate")
     return normalized
+
+
+def _valid_or_none(text: str) -> str | None:
+    try:
+        return _valid(text)
+    except InvalidTerm:
+        return None
 
 
 def _unit(value: float) -> float:

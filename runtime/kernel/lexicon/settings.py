@@ -44,7 +44,7 @@ class LexiconSettings:
             ("lexicon.learn_max_chars", self.learn_max_chars >= 1, "must be at least 1"),
             ("lexicon.learn_max_texts", self.learn_max_texts >= 1, "must be at least 1"),
             ("lexicon.learn_max_new_per_text", self.learn_max_new_per_text >= 0, "must not be negative"),
-            ("lexicon.max_term_chars", self.max_term_chars >= 2, "must be at least 2"),
+            ("lexicon.max_term_chars", 2 <= self.max_term_chars <= 64, "must be in [2, 64]"),
         )
         for key, ok, problem in checks:
             if not ok:

@@ -142,8 +142,8 @@ class LexiconError(KernelError):
 
 
 class InvalidTerm(LexiconError):
-    """Raised for a term or alias under two characters or with a lone surrogate, or a weight or
-    confidence outside [0, 1]."""
+    """Raised for a term or alias under 2 or over 64 characters or with a lone surrogate, or a
+    weight or confidence outside [0, 1]."""
 
 
 class LexiconFull(LexiconError):
