@@ -228,6 +228,10 @@ class StoreWriter:
             started = time.perf_counter()
             try:
                 await self._store.write(batch)
+            except StoreClosedError as exc:
+                # Retrying cannot help: the store is gone. Loud, with the count of what is lost.
+                self._failure(exc, len(batch), 0.0)
+                raise WriterError(len(batch) + self._queue.qsize(), str(exc)) from exc
             except StoreError as exc:
                 self._failure(exc, len(batch), delay)
                 if self._closing and self._give_up_at is not None and time.monotonic() >= self._give_up_at:

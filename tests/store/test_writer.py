@@ -187,3 +187,39 @@ async def test_put_refuses_what_is_not_a_write_item() -> None:
     writer = StoreWriter(MemoryStore())
     with pytest.raises(TypeError):
         await writer.put("hello")  # type: ignore[arg-type]
+
+
+async def test_a_full_disk_is_retried_until_space_returns(tmp_path: Path) -> None:
+    store = await SqliteStore.open(tmp_path / "greywind.sqlite3")
+    try:
+        pages = (await store._one("PRAGMA page_count"))[0]
+        # SQLite's own "database or disk is full", the error a full disk raises.
+        await store._one(f"PRAGMA max_page_count = {pages + 2}")
+        filler = "满" * 2_000
+        async with StoreWriter(
+            store, flush_interval=0.01, retry_backoff=0.01, retry_backoff_max=0.05
+        ) as writer:
+            for i in range(40):
+                await writer.put(StoredMessage(G1, str(i), "u1", "Alice", float(i), f"{i}{filler}"))
+            for _ in range(300):
+                if writer.statistics().failures >= 3:
+                    break
+                await asyncio.sleep(0.01)
+            stats = writer.statistics()
+            assert stats.failures >= 3
+            assert "full" in (stats.last_error or "")
+            await store._one("PRAGMA max_page_count = 1073741823")
+            await writer.flush()
+        assert [m.message_id for m in await store.list_messages(G1)] == [str(i) for i in range(40)]
+    finally:
+        await store.close()
+
+
+async def test_a_closed_store_stops_the_writer_loudly() -> None:
+    store = MemoryStore()
+    await store.close()
+    writer = StoreWriter(store, flush_interval=0.01)
+    await writer.put(msg(1))
+    with pytest.raises(WriterError, match="1 unwritten"):
+        async with writer:
+            await asyncio.sleep(0.05)
