@@ -10,6 +10,16 @@
     kernel.record_speech(chat_id, now, forced=...); kernel.note_outgoing(sent_message)
     kernel.learn_pending(now, max_texts=500)  # off the hot path
 
+How :meth:`Kernel.ingest` fills the attention inputs (:mod:`runtime.kernel.attention`):
+``forced`` is the edge's ``addressed`` (or a private chat); ``direct`` is the persona's name or an alias
+in the text (matched under :data:`PERSONA_KEY`) or a reply into a thread the bot spoke in;
+``keyword_score`` scores the hits of the global, group and thread keys; ``thread_continuity`` fades
+from 1 to 0 over ``threads.gap`` after the bot last spoke in the message's thread;
+``silence_seconds`` is the time since the chat's previous message; ``recently_replied`` means the
+bot spoke in the chat within ``scheduling.recently_replied`` but not in this thread;
+``budget_exhausted`` means the normal budget refuses now. Only the first ``read_max_chars`` are
+read for keywords and the question check.
+
 What :meth:`Kernel.ingest` does with a message, by attention decision:
 
 - **forced** (the edge judged it addressed to the bot): if the forced budget allows, the event is
