@@ -58,6 +58,8 @@ _ASCII_STOP = _wordset(
     thanks thank thx ty pls please sorry sure well really right still even much many anyone someone
     something anything everything nothing one two also maybe now then here there there's http https www
     com org net html just good bad new old work works working doesnt isnt didnt wasnt
+    everyone everybody guys people folks sup ya yall morning evening afternoon night greetings hallo
+    hiya howdy
     """
 )
 
