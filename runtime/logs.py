@@ -141,4 +141,6 @@ def route_loguru(redactor: Redactor, *, level: str = "INFO") -> None:
         getattr(target, method)(redactor.mask(str(record["message"])), **fields)
 
     loguru_logger.remove()
-    loguru_logger.add(sink, level=0, colorize=False, backtrace=False, diagnose=False)
+    # The level given to loguru too, so records below it are dropped before they are formatted
+    # (NoneBot logs every event at SUCCESS; formatting them all costs more than handling them).
+    loguru_logger.add(sink, level=threshold, colorize=False, backtrace=False, diagnose=False)

@@ -41,7 +41,7 @@ class DispatcherStatistics:
     submitted: int
     done: int
     failed: int
-    max_queued: int  # the largest backlog seen
+    max_queued: int  # the largest backlog seen in one chat's queue
 
 
 class Dispatcher:
@@ -94,7 +94,7 @@ class Dispatcher:
             if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError):
                 raise DispatcherClosedError("the dispatcher is closed") from None
             raise
-        self._max_queued = max(self._max_queued, self._queued())
+        self._max_queued = max(self._max_queued, send.statistics().current_buffer_used)
 
     def submit_nowait(self, key: str, job: Job) -> None:
         """Queue ``job`` if its queue has room; ``anyio.WouldBlock`` when it is full."""
@@ -105,7 +105,7 @@ class Dispatcher:
         self._submitted += 1
         if self._idle.is_set():
             self._idle = anyio.Event()
-        self._max_queued = max(self._max_queued, self._queued())
+        self._max_queued = max(self._max_queued, send.statistics().current_buffer_used)
 
     def _queued(self) -> int:
         return sum(send.statistics().current_buffer_used for send, _ in self._streams)
