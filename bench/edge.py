@@ -183,7 +183,7 @@ def main() -> int:
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument(
-        "--rate", type=float, default=2_000.0, help="chatter messages per second, all groups together"
+        "--rate", type=float, default=500.0, help="chatter messages per second, all groups together"
     )
     parser.add_argument("--probe-interval", type=float, default=0.2, help="seconds between superuser probes")
     parser.add_argument("--seed", type=int, default=7)
