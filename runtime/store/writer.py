@@ -16,6 +16,9 @@ Guarantees:
 - **Shutdown flushes.** ``aclose()`` stops new writes, commits everything queued and returns; if the
   store still refuses after ``close_timeout`` it raises ``WriterError`` naming how many items remain.
   Call it before cancelling the task group that runs the loop: a cancelled loop cannot flush.
+- **Reads do not see queued writes.** A reader that needs what was just put (the message that
+  triggered a reply, say) calls ``await writer.flush()`` first (one commit, a few ms), or keeps its
+  own window of recent messages.
 - **The kill -9 bound.** Committed is durable (SQLite WAL). After ``kill -9``, what is missing is what
   was queued since the last commit: at most one flush interval of items (plus the one commit that was
   in flight). ``tests/store/test_kill.py`` checks this with a real killed process.
