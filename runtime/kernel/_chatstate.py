@@ -215,13 +215,12 @@ def choose(
         score = scores[tid]
         if score >= s.join_threshold:
             return threads[tid], strongest[tid][1], score
-    if (
-        s.chatter_joins_recent
-        and not terms
-        and not message.mentions
-        and newest is not None
-        and now - newest.last_at <= gap
-    ):
+    if newest is None or now - newest.last_at > gap:
+        return None, "new", score
+    if message.is_private:
+        # Two people, one conversation at a time: the ADR's recency rule is right here.
+        return newest, "recent", score
+    if s.chatter_joins_recent and not terms and not message.mentions:
         # Words-free chatter ("lol", "哈哈", a sticker) carries no topic: it goes with the
         # conversation that spoke last, as the ADR's recency rule has it.
         return newest, "recent", score

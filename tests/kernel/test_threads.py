@@ -205,6 +205,22 @@ def test_interleaved_chinese_conversations_are_kept_apart(group: Group) -> None:
     assert sorted(map(sorted, by_thread.values())) == [["laptop"], ["movie"]]
 
 
+def test_a_private_chat_follows_the_adr_recency_rule(tracker: ThreadTracker) -> None:
+    def dm(sender: str, text: str, at: float, mid: str) -> ThreadAssignment:
+        return tracker.assign(
+            ChatMessage(mid, ChatKind.PRIVATE, "42", sender, sender, at, text, from_self=sender == "bot")
+        )
+
+    first = dm("42", "帮我查一下明天的天气", 1_000.0, "1")
+    answer = dm("bot", "明天晴，最高十八度", 1_005.0, "2")
+    topic_change = dm("42", "对了，推荐一部电影", 1_060.0, "3")
+    much_later = dm("42", "早", 1_060.0 + tracker.settings.gap + 1, "4")
+    assert first.created
+    assert answer.thread_id == first.thread_id
+    assert topic_change.thread_id == first.thread_id
+    assert much_later.created
+
+
 def test_chatter_joins_the_latest_thread_only_when_configured(tracker: ThreadTracker) -> None:
     assert not tracker.settings.chatter_joins_recent
     on = dataclasses.replace(tracker.settings, chatter_joins_recent=True)
