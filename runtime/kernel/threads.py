@@ -11,9 +11,10 @@ signals people use to follow a chat, and the best thread scoring ``join_threshol
 - **addressed**: someone who was @-ed in thread T and now speaks is most likely answering in T;
 - **speaker**: people go on with their own conversation (fading over ``speaker_span``);
 - **terms**: shared content words (CJK bigrams, ASCII words), weighted by rarity in the chat;
-- **recent**: recency within the gap, strongest for the thread that spoke last. It only adds to the
-  other signals by default; with ``weight_recent >= join_threshold`` it decides alone, which is the
-  ADR's plain rule. ``chatter_joins_recent`` sends word-free chatter to the latest thread.
+- **recent**: recency within the gap, strongest for the thread that spoke last. In a group it only
+  adds to the other signals by default; with ``weight_recent >= join_threshold`` it decides alone,
+  which is the ADR's plain rule. A private chat always follows that rule (two people, one
+  conversation at a time); ``chatter_joins_recent`` sends word-free group chatter the same way.
 
 Measured on real chat logs by ``bench/disentangle.py``; the defaults here equal ``[threads]``'s.
 
