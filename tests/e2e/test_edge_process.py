@@ -8,8 +8,10 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from tests.e2e.bot_process import BotProcess
+from tests.e2e.conftest import TEST_API_KEY, StartBot
 from tests.e2e.onebot_peer import OneBotPeer
 from tests.support import onebot_events as ob
+from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -163,3 +165,36 @@ async def test_sigterm_with_a_peer_connected_exits_cleanly_and_closes_the_connec
     (stopped,) = bot.wait_for_log("edge_stopped", timeout=0)
     assert stopped["messages"] == 50
     assert stopped["dropped_at_shutdown"] == 0
+
+
+async def test_with_a_model_configured_the_bot_speaks_and_keys_stay_out_of_the_logs(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    bot = start_bot(model=openai_server, env={"SUPERUSERS": f'["{ADMIN}"]'})
+    assert bot.wait_for_log("edge_started")[0]["shadow_mode"] is False
+    async with OneBotPeer(bot.ws_url, self_id=SELF_ID) as peer:
+        await bot.await_log("bot_connected")
+        await peer.post(
+            ob.group_message(self_id=SELF_ID, group_id=GROUP, user_id=ADMIN, message=[ob.text("/status")])
+        )
+        call = await peer.wait_for_call("send_group_msg")
+        assert call.params["group_id"] == GROUP
+        assert "正常发言" in call.text
+    assert bot.stop() == 0
+    assert TEST_API_KEY not in bot.output()
+
+
+async def test_shadow_mode_from_config_holds_even_with_a_model(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    bot = start_bot(
+        model=openai_server, config="[bot]\nshadow_mode = true\n", env={"SUPERUSERS": f'["{ADMIN}"]'}
+    )
+    assert bot.wait_for_log("edge_started")[0]["shadow_mode"] is True
+    async with OneBotPeer(bot.ws_url, self_id=SELF_ID) as peer:
+        await bot.await_log("bot_connected")
+        await peer.post(
+            ob.group_message(self_id=SELF_ID, group_id=GROUP, user_id=ADMIN, message=[ob.text("/status")])
+        )
+        await bot.await_log("shadow_send")
+        assert peer.sends() == []
