@@ -6,7 +6,8 @@
     protocol.py     the ``Store`` Protocol every backend implements, ``RestorePolicy``
     errors.py       the store's exception tree
     text.py         jieba segmentation for the full-text indexes (same rules in both backends)
-    memory.py       ``MemoryStore``: in-memory, for tests and the replay tool
+    memory.py       ``MemoryStore``: in-memory, for tests and the replay tool (+ memory_tables.py)
+    kernel_state.py the kernel's events, lexicon and speeches to records and back; restore_kernel
     sqlite/         ``SqliteStore``: one file, WAL, numbered migrations (``sqlite/migrations/``)
     writer.py       ``StoreWriter``: bounded queue, one transaction per flush interval
     restore.py      ``load_runtime_state`` on the Protocol alone
