@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from runtime.config.store import StoreConfig
@@ -530,3 +532,12 @@ async def test_restore_policy_from_config() -> None:
         StoreConfig(restore_speech_window_ms=60_000, restore_messages_per_chat=7)
     )
     assert (policy.speech_window, policy.messages_per_chat) == (60.0, 7)
+
+
+async def test_backends_implement_the_protocol(store: Store) -> None:
+    assert isinstance(store, Store)
+    for name in (n for n in dir(Store) if not n.startswith("_") and callable(getattr(Store, n))):
+        expected = inspect.signature(getattr(Store, name))
+        actual = inspect.signature(getattr(type(store), name))
+        shape = [(p.name, p.kind, p.default) for p in expected.parameters.values()]
+        assert [(p.name, p.kind, p.default) for p in actual.parameters.values()] == shape, name
