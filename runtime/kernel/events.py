@@ -131,6 +131,7 @@ class EventStore:
         "_pruned",
         "_restored",
         "_terminal",
+        "_terminal_unsorted",
         "_transitions",
     )
 
@@ -152,6 +153,8 @@ class EventStore:
         self._by_chat: dict[str, dict[str, None]] = {}
         # Terminal ids in the order they became terminal, so pruning pops from the front.
         self._terminal: OrderedDict[str, float] = OrderedDict()
+        # Set when a restore put a terminal event behind a newer one; prune sorts once then.
+        self._terminal_unsorted = False
         self._counts: dict[EventState, int] = dict.fromkeys(EventState, 0)
         self._created = 0
         self._transitions = 0
@@ -286,6 +289,9 @@ class EventStore:
     def prune(self, now: float) -> int:
         """Drop terminal events older than the retention age; returns how many went."""
         cutoff = now - self._keep_terminal_for
+        if self._terminal_unsorted:
+            self._terminal = OrderedDict(sorted(self._terminal.items(), key=lambda kv: kv[1]))
+            self._terminal_unsorted = False
         dropped = 0
         while self._terminal:
             event_id, ended_at = next(iter(self._terminal.items()))
@@ -317,6 +323,8 @@ class EventStore:
         self._by_chat.setdefault(event.chat_id, {})[event.id] = None
         self._counts[event.state] += 1
         if event.state in TERMINAL_STATES:
+            if self._terminal and event.updated_at < next(reversed(self._terminal.values())):
+                self._terminal_unsorted = True
             self._terminal[event.id] = event.updated_at
 
     def _remove(self, event: BotEvent) -> None:

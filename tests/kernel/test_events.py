@@ -232,6 +232,17 @@ def test_restore_replaces_an_event_with_the_same_id() -> None:
     assert (stats.live, stats.terminal) == (0, 1)
 
 
+def test_prune_finds_old_events_restored_after_newer_ones() -> None:
+    store = EventStore(keep_terminal_for=60.0)
+    created = store.create(kind="message", chat_id="group:1", now=500.0)
+    fresh = store.transition(created.id, S.SKIPPED, 500.0)
+    stale = dataclasses.replace(fresh, id="ev-old", created_at=0.0, updated_at=10.0)
+    store.restore(stale)  # storage handed it back after the newer one
+    assert store.prune(now=520.0) == 1
+    assert store.get("ev-old") is None
+    assert store.get(fresh.id) is not None
+
+
 def test_statistics_count_states() -> None:
     store = EventStore()
     for _ in range(3):
