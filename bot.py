@@ -52,6 +52,26 @@ def _install_stop_handlers() -> list[int]:
     return received
 
 
+def _repair_segments(event: object) -> bool:
+    """Give a text segment without text an empty one (in place); True when something was repaired.
+
+    The adapter merges neighbouring text segments before any plugin runs and fails on a text segment
+    with no ``text``, which would lose the whole message.
+    """
+    if not isinstance(event, dict) or not isinstance(event.get("message"), list):
+        return False
+    repaired = False
+    for segment in event["message"]:
+        if isinstance(segment, dict) and segment.get("type") == "text":
+            data = segment.get("data")
+            if not isinstance(data, dict):
+                segment["data"] = data = {}
+            if not isinstance(data.get("text"), str):
+                data["text"] = "" if data.get("text") is None else str(data["text"])
+                repaired = True
+    return repaired
+
+
 def _onebot_adapter() -> type:
     """The OneBot v11 adapter, with one guard: a WebSocket frame that is not JSON is logged and skipped.
 
@@ -79,10 +99,13 @@ def _onebot_adapter() -> type:
             while True:
                 data = await self._ws.receive()  # type: ignore[attr-defined]
                 try:
-                    json.loads(data)
+                    parsed = json.loads(data)
                 except ValueError:
                     log.warning("onebot_frame_not_json", chars=len(data), head=str(data[:80]))
                     continue
+                if _repair_segments(parsed):
+                    log.warning("onebot_segments_repaired", message_id=parsed.get("message_id"))
+                    return json.dumps(parsed, ensure_ascii=False)
                 return data  # type: ignore[no-any-return]
 
     class GuardedAdapter(Adapter):

@@ -115,7 +115,9 @@ class Dispatcher:
             async for key, job in receive:
                 self._running += 1
                 try:
-                    await job()
+                    # Every log line the runtime writes while handling this job names its chat.
+                    with structlog.contextvars.bound_contextvars(chat_id=key):
+                        await job()
                 except Exception:
                     self._failed += 1
                     log.exception("job_failed", chat_id=key)

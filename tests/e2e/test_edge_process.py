@@ -89,7 +89,12 @@ async def test_malformed_events_unknown_segments_and_a_huge_message_break_nothin
                 self_id=SELF_ID,
                 group_id=GROUP,
                 user_id=42,
-                message=[ob.segment("hologram", shape="cube"), ob.segment("at"), ob.text("看这个")],
+                message=[
+                    ob.segment("hologram", shape="cube"),
+                    ob.segment("at"),
+                    ob.segment("text"),
+                    ob.text("看这个"),
+                ],
             )
             huge = ob.group_message(
                 self_id=SELF_ID, group_id=GROUP, user_id=43, message=[ob.text("长" * 200_000)]
@@ -108,6 +113,7 @@ async def test_malformed_events_unknown_segments_and_a_huge_message_break_nothin
             assert peer.connected, f"the bot dropped the connection ({peer.close_code} {peer.close_reason})"
             assert bot.alive
             assert bot.wait_for_log("onebot_frame_not_json", timeout=0, count=2)
+            assert bot.wait_for_log("onebot_segments_repaired", timeout=0)
     assert bot.returncode == 0
 
 
