@@ -52,6 +52,22 @@ class Entry:
         self.status = term.status
         self.decayed_at = term.decayed_at
 
+    @classmethod
+    def learned(cls, text: str, weight: float, confidence: float, source: str, now: float) -> Entry:
+        """A term learning just found (no intermediate KeywordTerm: batches make thousands)."""
+        entry = cls.__new__(cls)
+        entry.text = text
+        entry.aliases = ()
+        entry.weight = weight
+        entry.confidence = confidence
+        entry.source = source
+        entry.first_seen_at = now
+        entry.last_seen_at = now
+        entry.expires_at = None
+        entry.status = TermStatus.ACTIVE
+        entry.decayed_at = None
+        return entry
+
     def freeze(self) -> KeywordTerm:
         return KeywordTerm(  # positional: snapshots freeze every term, and keywords cost more
             self.text,

@@ -349,8 +349,12 @@ class DynamicLexicon:
         automaton = None if store is None else store.current_automaton()
         cap = self._cap(key)
         evictions: _EvictionQueue | None = None  # built when the key first overflows in this batch
+        max_chars = settings.learn_max_chars
+        max_new = settings.learn_max_new_per_text
+        initial_weight, initial_confidence = settings.initial_weight, settings.initial_confidence
+        suppressed = TermStatus.SUPPRESSED
         for text in texts:
-            normalized = normalize_text(text[: settings.learn_max_chars])
+            normalized = normalize_text(text[:max_chars])
             tally.texts += 1
             tally.chars += len(normalized)
             seen: dict[str, Entry] = {}
@@ -358,41 +362,32 @@ class DynamicLexicon:
                 for _start, _end, _surface, entry in _occurrences(store, automaton, encode_units(normalized)):
                     seen[entry.text] = entry
             fresh: list[str] = []
-            for word in extract_candidates(
+            words = extract_candidates(
                 normalized,
                 self._segmenter,
-                max_chars=settings.learn_max_chars,
+                max_chars=max_chars,
                 max_term_chars=settings.max_term_chars,
                 stop_words=settings.stop_words,
-            ):
+            )
+            for word in words:
                 owner = None if store is None else store.owner(word)
                 if owner is None:
-                    if len(fresh) < settings.learn_max_new_per_text:
+                    if len(fresh) < max_new:
                         fresh.append(word)
-                elif owner.status is not TermStatus.SUPPRESSED:
+                elif owner.status is not suppressed:
                     seen[owner.text] = owner
             for entry in seen.values():
                 self._reinforce(entry, now)
-                self._touch(key, entry.text)
                 tally.reinforced += 1
                 tally.touched.append(entry)
                 if evictions is not None:
                     evictions.push(entry)
+            self._touch(key, *seen)
             for word in fresh:
                 if store is None:
                     store = self._keys[key] = KeyTerms(key)
-                entry = Entry(
-                    KeywordTerm(
-                        text=word,
-                        weight=settings.initial_weight,
-                        confidence=settings.initial_confidence,
-                        source=LEARNED,
-                        first_seen_at=now,
-                        last_seen_at=now,
-                    )
-                )
+                entry = Entry.learned(word, initial_weight, initial_confidence, LEARNED, now)
                 self._put(store, entry)
-                self._touch(key, word)
                 self._learned += 1
                 tally.created.append((key, entry))
                 tally.touched.append(entry)
@@ -404,9 +399,10 @@ class DynamicLexicon:
                     victim = evictions.pop(store)
                     if victim is not None:
                         store.remove(victim.text)
-                        self._touch(key, victim.text)
                         self._evicted += 1
                         tally.evicted += 1
+                        self._touch(key, victim.text)
+            self._touch(key, *fresh)
 
     def _put(self, store: KeyTerms, entry: Entry) -> list[str]:
         for surface in entry.surfaces():
