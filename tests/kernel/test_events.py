@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime.kernel.clock import ManualClock
 from runtime.kernel.errors import IllegalTransition, InvalidSetting, UnknownEvent
@@ -251,3 +253,24 @@ def test_statistics_count_states() -> None:
     stats = store.statistics()
     assert dict(stats.by_state) == {"captured": 2, "classified": 1}
     assert (stats.created, stats.transitions, stats.live) == (3, 1, 3)
+
+
+# -- property: the machine never leaves the table ----------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(list(EventState)), max_size=30))
+def test_random_moves_follow_the_table_exactly(moves: list[EventState]) -> None:
+    store = EventStore()
+    event_id = store.create(kind="message", chat_id="group:1", now=0.0).id
+    state = EventState.CAPTURED
+    for step, target in enumerate(moves):
+        if target in TRANSITIONS[state]:
+            assert store.transition(event_id, target, float(step)).state is target
+            state = target
+        else:
+            with pytest.raises(IllegalTransition):
+                store.transition(event_id, target, float(step))
+        assert store.require(event_id).state is state
+    stats = store.statistics()
+    assert (stats.live, stats.terminal) == ((0, 1) if state in TERMINAL_STATES else (1, 0))

@@ -6,6 +6,8 @@ import dataclasses
 from collections import defaultdict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime.config import ConfigError, parse_config
 from runtime.config.threads import ThreadsConfig
@@ -402,3 +404,60 @@ def test_features_read_a_bounded_prefix() -> None:
     assert "zebra" not in extract_terms("x " * 600 + tail, max_chars=1_000)
     assert len(extract_terms(" ".join(f"w{i}x" for i in range(5_000)), max_terms=48)) == 48
     assert extract_terms("Python3.11 和 asyncio 的 TaskGroup") == ("python3.11", "asyncio", "taskgroup")
+
+
+# -- property: any traffic, any text -----------------------------------------------------------------
+
+_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from("显卡驱动火锅电影风扇周末爬山的了吗我你"),
+        st.characters(min_codepoint=0, max_codepoint=0x2FFFF),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2),  # group
+            st.integers(0, 5),  # sender
+            _TEXT,
+            st.floats(0.0, 2_000.0),  # seconds since the previous message
+            st.lists(st.integers(0, 5), max_size=2),  # mentions
+            st.one_of(st.none(), st.integers(0, 40)),  # reply to an earlier message id
+        ),
+        max_size=40,
+    )
+)
+def test_any_traffic_keeps_chats_apart_and_bounded(
+    traffic: list[tuple[int, int, str, float, list[int], int | None]],
+) -> None:
+    small = ThreadSettings(max_threads_per_chat=4, max_messages_per_chat=8)
+    tracker = ThreadTracker(small)
+    now = 1_000.0
+    thread_chat: dict[str, str] = {}
+    for n, (group, sender, text, after, mentions, reply) in enumerate(traffic):
+        now += after
+        message = ChatMessage(
+            message_id=str(n),
+            chat_kind=ChatKind.GROUP,
+            chat_ident=str(group),
+            sender_id=f"u{sender}",
+            sender_name=f"u{sender}",
+            time=now,
+            text=text,
+            mentions=tuple(f"u{m}" for m in mentions),
+            reply_to=None if reply is None else str(reply),
+        )
+        assignment = tracker.assign(message)
+        # a thread id belongs to one chat forever
+        assert thread_chat.setdefault(assignment.thread_id, message.chat_id) == message.chat_id
+        assert tracker.thread_of(message.chat_id, message.message_id) == assignment.thread_id
+        if reply is not None and not assignment.created and assignment.reason == "reply":
+            assert tracker.thread_of(message.chat_id, str(reply)) == assignment.thread_id
+    stats = tracker.statistics()
+    assert stats.threads <= 3 * small.max_threads_per_chat
+    assert stats.remembered_messages <= 3 * small.max_messages_per_chat
+    assert stats.assigned == len(traffic)
