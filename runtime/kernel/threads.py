@@ -37,6 +37,7 @@ from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.message import ChatMessage
 
 __all__ = [
+    "REPLY_SCORE",
     "ConversationThread",
     "ThreadAssignment",
     "ThreadSettings",
@@ -44,6 +45,8 @@ __all__ = [
     "ThreadTrackerStatistics",
 ]
 
+# The score reported for a reply: finite, so it serialises as JSON, and above any usual sum.
+REPLY_SCORE = 100.0
 # A chat silent this long forgets which thread its messages went to (a reply can revive a pruned
 # thread until then).
 _FORGET_CHAT_AFTER = 86_400.0
@@ -155,7 +158,11 @@ class ConversationThread:
 
 @dataclass(frozen=True, slots=True)
 class ThreadAssignment:
-    """Where a message went: the thread, whether it was new, and the signal that decided it."""
+    """Where a message went: the thread, whether it was new, and the signal that decided it.
+
+    ``score`` is the summed signal of the chosen thread (for a new thread: of the best thread that
+    fell short of ``join_threshold``, or 0); a reply, which always wins, scores :data:`REPLY_SCORE`.
+    """
 
     thread: ConversationThread
     created: bool
@@ -219,7 +226,7 @@ class ThreadTracker:
         sender = message.sender_id
 
         terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
-        target, reason, score = self._replied_thread(chat, message, now), "reply", float("inf")
+        target, reason, score = self._replied_thread(chat, message, now), "reply", REPLY_SCORE
         if target is None:
             target, reason, score = choose(chat, message, terms, now, s)
         created = False

@@ -14,7 +14,7 @@ from runtime.config.threads import ThreadsConfig
 from runtime.kernel._features import extract_terms
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.message import ChatKind, ChatMessage
-from runtime.kernel.threads import ThreadAssignment, ThreadSettings, ThreadTracker
+from runtime.kernel.threads import REPLY_SCORE, ThreadAssignment, ThreadSettings, ThreadTracker
 
 
 class Group:
@@ -90,6 +90,7 @@ def test_a_reply_joins_its_targets_thread_over_a_more_recent_one(group: Group) -
     answer = group.say("carol", "香山吧", reply_to="1", after=5)
     assert answer.thread_id == question.thread_id
     assert answer.reason == "reply"
+    assert answer.score == REPLY_SCORE
     assert not answer.created
 
 
