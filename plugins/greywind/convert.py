@@ -200,8 +200,8 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
     persona = rules.names[0] if rules.names else "bot"
     segments = event.original_message if event.original_message else event.message
     parts, mentions, reply_to, leading = _render(segments, rules, persona)
-    full = "".join(parts).strip()
-    body = "".join(parts[leading:]).strip()
+    full = _join(parts).strip()
+    body = _join(parts[leading:]).strip()
 
     private = event.message_type == ChatKind.PRIVATE.value
     how = ""
@@ -213,7 +213,7 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
         how = "reply"
     if (name := opens_with_name(body, rules.names)) is not None:
         how = how or "name"
-        body = body.lstrip()[len(name) :].lstrip("".join(_NAME_BOUNDARY))
+        body = body.lstrip()[len(name.strip()) :].lstrip("".join(_NAME_BOUNDARY))
     if not how and event.to_me:
         # The adapter's own verdict (its NICKNAME setting, an @ at the end, a reply it resolved).
         how = "reply" if event.reply is not None else "mention"
@@ -222,6 +222,7 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
     body, _ = truncate_text(body, rules.max_chars)
     chat_ident = str(event.group_id) if isinstance(event, GroupMessageEvent) else str(event.user_id)
     sender_id = str(event.user_id)
+    from_self = sender_id == rules.self_id
     message = ChatMessage(
         message_id=str(event.message_id),
         chat_kind=ChatKind.PRIVATE if private else ChatKind.GROUP,
@@ -232,10 +233,20 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
         text=text,
         mentions=tuple(dict.fromkeys(mentions)),
         reply_to=reply_to,
-        addressed=bool(how),
-        from_self=sender_id == rules.self_id,
+        addressed=bool(how) and not from_self,  # the bot's own echo never calls for an answer
+        from_self=from_self,
     )
-    return Inbound(message=message, body=body, truncated=truncated, how_addressed=how)
+    return Inbound(message=message, body=body, truncated=truncated, how_addressed="" if from_self else how)
+
+
+def _join(parts: list[str]) -> str:
+    """Join rendered parts; an @ is rendered with a trailing space, so the text after it loses one."""
+    out: list[str] = []
+    for part in parts:
+        if out and out[-1].startswith("@") and out[-1].endswith(" ") and part[:1].isspace():
+            part = part[1:]
+        out.append(part)
+    return "".join(out)
 
 
 def _replies_to_bot(event: MessageEvent, reply_to: str | None, rules: AddressingRules) -> bool:

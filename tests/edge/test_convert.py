@@ -39,7 +39,7 @@ async def test_at_the_bot_addresses_it_and_keeps_the_mention() -> None:
     assert inbound.message.addressed
     assert inbound.how_addressed == "mention"
     assert str(SELF_ID) in inbound.message.mentions
-    assert inbound.message.text == "@灰风  帮我看看这个报错"
+    assert inbound.message.text == "@灰风 帮我看看这个报错"
     assert inbound.body == "帮我看看这个报错"
 
 
@@ -183,7 +183,17 @@ async def test_a_200000_character_message_reaches_the_kernel_truncated_with_a_ma
 @pytest.mark.asyncio
 async def test_own_messages_are_marked_from_self() -> None:
     payload = ob.group_message(self_id=SELF_ID, group_id=GROUP, user_id=SELF_ID, message=[ob.text("我说的")])
-    assert convert_message(await as_adapter_delivers(payload), RULES, now=NOW).message.from_self
+    msg = convert_message(await as_adapter_delivers(payload), RULES, now=NOW).message
+    assert msg.from_self
+    assert not msg.addressed
+
+
+@pytest.mark.asyncio
+async def test_the_bots_own_private_echo_is_not_addressed() -> None:
+    payload = ob.private_message(self_id=SELF_ID, user_id=SELF_ID, message=[ob.text("我自己说的")])
+    msg = convert_message(await as_adapter_delivers(payload), RULES, now=NOW).message
+    assert msg.from_self
+    assert not msg.addressed
 
 
 def test_poke_of_the_bot_is_an_addressed_message_and_other_pokes_are_ignored() -> None:
