@@ -25,7 +25,7 @@ class ThreadsConfig(Section):
     # How strongly each signal pulls a message into a thread (scores add up; the best thread wins).
     # An @ of someone: towards the thread where the two last talked by @ (pair), or else where the
     # named person last spoke (mention).
-    weight_mention: float = Field(default=1.0, ge=0.0, le=10.0)
+    weight_mention: float = Field(default=1.2, ge=0.0, le=10.0)
     weight_pair: float = Field(default=1.5, ge=0.0, le=10.0)
     # The speaker's own latest thread, and the thread where the speaker was last @-ed; both fade to
     # nothing over their span, so someone back after a pause may open a new topic.

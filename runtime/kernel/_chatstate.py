@@ -164,7 +164,6 @@ def choose(
             strongest[tid] = (value, why)
 
     sender = message.sender_id
-    mentioned = False
     for user in message.mentions:
         if user == sender:
             continue
@@ -173,20 +172,17 @@ def choose(
         pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
         if pair is not None and pair[1] >= horizon:
             add(pair[0], s.weight_pair, "mention")
-            mentioned = True
         spoke = chat.speakers.get(user)
         if spoke is not None and spoke[1] >= horizon:
             add(spoke[0], s.weight_mention, "mention")
-            mentioned = True
-    if not mentioned:
-        # An @ names the conversation outright; otherwise the speaker's own recent activity counts,
-        # fading over a few minutes so that someone back after a pause may open a new topic.
-        own = chat.speakers.get(sender)
-        if own is not None:
-            add(own[0], s.weight_speaker * fade(now - own[1], s.speaker_span), "speaker")
-        asked = chat.addressed.get(sender)
-        if asked is not None and (own is None or asked[1] >= own[1]):
-            add(asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed")
+    # The speaker's own recent activity counts too, fading over a few minutes so that someone back
+    # after a pause may open a new topic.
+    own = chat.speakers.get(sender)
+    if own is not None:
+        add(own[0], s.weight_speaker * fade(now - own[1], s.speaker_span), "speaker")
+    asked = chat.addressed.get(sender)
+    if asked is not None and (own is None or asked[1] >= own[1]):
+        add(asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed")
 
     hits: dict[str, float] = {}
     total = 0.0

@@ -82,7 +82,7 @@ class ThreadSettings:
 
     gap: float = 300.0
     horizon: float = 1_800.0
-    weight_mention: float = 1.0
+    weight_mention: float = 1.2
     weight_pair: float = 1.5
     weight_speaker: float = 0.6
     weight_addressed: float = 0.4
