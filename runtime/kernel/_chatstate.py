@@ -167,8 +167,8 @@ def choose(
     for user in message.mentions:
         if user == sender:
             continue
-        # Two people who talked to each other before most likely go on in that thread; failing
-        # that, the @ pulls the message to where the named person last spoke.
+        # Two people who talked to each other before most likely go on in that thread; the @ also
+        # pulls the message towards where the named person last spoke.
         pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
         if pair is not None and pair[1] >= horizon:
             add(pair[0], s.weight_pair, "mention")

@@ -6,8 +6,8 @@ unrelated conversations together, so :class:`ThreadTracker` scores the chat's re
 signals people use to follow a chat, and the best thread scoring ``join_threshold`` or more wins:
 
 - **reply**: a reply always joins the thread of the message it quotes;
-- **mention**: an @ pulls the message to where the two people last talked by @, or else to where
-  the named person last spoke;
+- **mention**: an @ pulls the message towards where the two people last talked by @ (strongest)
+  and towards where the named person last spoke;
 - **addressed**: someone who was @-ed in thread T and now speaks is most likely answering in T;
 - **speaker**: people go on with their own conversation (fading over ``speaker_span``);
 - **terms**: shared content words (CJK bigrams, ASCII words), weighted by rarity in the chat;
