@@ -67,17 +67,31 @@ class LogLine(BaseModel):
     reply_to: int | str | None = None
 
 
+# Pydantic names the member of a union it tried inside the error's location ("at.0.int").
+_UNION_MEMBERS = frozenset({"int", "str", "float", "bool", "none"})
+
+
 def _describe(exc: ValidationError) -> str:
-    parts: list[str] = []
+    problems: dict[str, list[str]] = {}
+    got: dict[str, str] = {}
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(line)"
+        path = [str(p) for p in err["loc"] if str(p) not in _UNION_MEMBERS]
+        loc = ".".join(path) or "(line)"
         if err["type"] == "missing":
+            problems.setdefault(loc, []).append("missing")
+            continue
+        problems.setdefault(loc, []).append(err["msg"])
+        text = repr(err.get("input"))
+        got[loc] = text if len(text) <= 40 else text[:37] + "..."
+    parts: list[str] = []
+    for loc, messages in problems.items():
+        if "missing" in messages:
             parts.append(f"missing field '{loc}'")
+        elif len(messages) == 1:
+            parts.append(f"field '{loc}': {messages[0]} (got {got[loc]})")
         else:
-            got = repr(err.get("input"))
-            parts.append(f"field '{loc}': {err['msg']} (got {got if len(got) <= 40 else got[:37] + '...'})")
-    # Union members repeat the same complaint once per member; say each thing once.
-    return "; ".join(dict.fromkeys(parts))
+            parts.append(f"field '{loc}': wrong type (got {got[loc]})")
+    return "; ".join(parts)
 
 
 def parse_line(text: str) -> LogLine | str:
