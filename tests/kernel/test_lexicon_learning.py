@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -172,6 +173,33 @@ def test_a_batch_learns_per_key_and_reports_what_it_did() -> None:
     assert sorted(term.text for term in report.created) == ["启动", "星铁"]
     assert weight(lexicon, GROUP_A, "启动") == pytest.approx(0.3)
     assert lexicon.get(GROUP_B, "启动") is None
+
+
+def test_preparing_a_batch_changes_nothing_until_it_is_applied() -> None:
+    lexicon = make()
+    lexicon.add(GROUP_A, "原神", now=0.0, weight=0.5)
+    batch = lexicon.prepare_learning({GROUP_A: ["原神 启动"], GROUP_B: ["星铁"]})
+    assert lexicon.get(GROUP_A, "启动") is None
+    assert weight(lexicon, GROUP_A, "原神") == 0.5
+    assert [[text.candidates for text in texts] for _, texts in batch.texts] == [
+        [("原神", "启动")],
+        [("星铁",)],
+    ]
+    report = lexicon.apply_learning(batch, now=0.0)
+    assert (report.texts, report.reinforced, len(report.created)) == (2, 1, 2)
+    assert weight(lexicon, GROUP_A, "原神") == pytest.approx(0.6)
+
+
+def test_preparing_in_a_worker_thread_leaves_matching_alone() -> None:
+    lexicon = make()
+    lexicon.add(GLOBAL_KEY, "灰风", now=0.0)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(lexicon.prepare_learning, {GROUP_A: [f"词{i}语 灰风" for i in range(2_000)]})
+        while not pending.done():
+            assert [hit.term for hit in lexicon.match("灰风", [GLOBAL_KEY, GROUP_A])] == ["灰风"]
+        report = lexicon.apply_learning(pending.result(), now=1.0)
+    assert report.texts == 1_000  # learn_max_texts
+    assert report.skipped_texts == 1_000
 
 
 def test_a_batch_reads_at_most_its_text_cap_and_skips_the_rest() -> None:

@@ -7,6 +7,7 @@ Public API::
         add / register (-> disposer) / remove / clear / pin / suppress / get / terms / list_keys
         match(text, keys) -> list[KeywordHit]      score(text, keys) -> float in [0, 1]
         learn(text, key, now) -> list[KeywordTerm]  learn_batch(texts_by_key, now) -> LearnReport
+            = apply_learning(prepare_learning(texts_by_key), now): prepare (jieba) may run in a thread
         decay(now) -> int   expire(now) -> int   snapshot() / restore(snapshots)
         take_changes() -> LexiconChanges (incremental persistence)   statistics()
     score_hits(hits) -> float                      the score of hits match() already found
@@ -19,6 +20,8 @@ Faults: LexiconError > InvalidTerm, LexiconFull (see :mod:`.terms`).
 from runtime.kernel.lexicon.learning import (
     STOP_WORDS,
     JiebaSegmenter,
+    LearningBatch,
+    PreparedText,
     Segmenter,
     WhitespaceSegmenter,
     extract_candidates,
@@ -55,6 +58,7 @@ __all__ = [
     "KeywordSnapshot",
     "KeywordTerm",
     "LearnReport",
+    "LearningBatch",
     "LexiconChanges",
     "LexiconError",
     "LexiconFull",
@@ -62,6 +66,7 @@ __all__ = [
     "LexiconScope",
     "LexiconSettings",
     "LexiconStatistics",
+    "PreparedText",
     "Segmenter",
     "TermStatus",
     "WhitespaceSegmenter",

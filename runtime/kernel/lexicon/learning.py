@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.kernel.lexicon.normalize import normalize_text
+from runtime.kernel.lexicon.settings import LexiconSettings
+from runtime.kernel.lexicon.terms import LexiconKey
 
 
 class Segmenter(Protocol):
@@ -112,3 +115,54 @@ def extract_candidates(
         if word not in seen and is_candidate(word, max_term_chars=max_term_chars, stop_words=stop_words):
             seen[word] = None
     return list(seen)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedText:
+    """One text, read up to the cap and normalised, with its candidate words."""
+
+    normalized: str
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LearningBatch:
+    """Texts segmented and filtered, ready for ``DynamicLexicon.apply_learning``."""
+
+    texts: tuple[tuple[LexiconKey, tuple[PreparedText, ...]], ...]
+    skipped_texts: int
+    chars_read: int
+
+
+def prepare_batch(
+    texts_by_key: Mapping[LexiconKey, Sequence[str]], segmenter: Segmenter, settings: LexiconSettings
+) -> LearningBatch:
+    """Segment a batch: the slow half of learning, touching no lexicon state.
+
+    At most ``settings.learn_max_texts`` texts are taken (the rest are counted as skipped), each
+    read up to ``settings.learn_max_chars``. Safe to run in a worker thread while the lexicon keeps
+    matching on the event loop.
+    """
+    budget = settings.learn_max_texts
+    skipped = 0
+    chars = 0
+    prepared: list[tuple[LexiconKey, tuple[PreparedText, ...]]] = []
+    for key, texts in texts_by_key.items():
+        taken = texts[: max(0, budget)]
+        skipped += len(texts) - len(taken)
+        budget -= len(taken)
+        items: list[PreparedText] = []
+        for text in taken:
+            normalized = normalize_text(text[: settings.learn_max_chars])
+            chars += len(normalized)
+            words = extract_candidates(
+                normalized,
+                segmenter,
+                max_chars=settings.learn_max_chars,
+                max_term_chars=settings.max_term_chars,
+                stop_words=settings.stop_words,
+            )
+            items.append(PreparedText(normalized, tuple(words)))
+        if items:
+            prepared.append((key, tuple(items)))
+    return LearningBatch(tuple(prepared), skipped, chars)

@@ -34,13 +34,18 @@ from operator import itemgetter
 import ahocorasick
 
 from runtime.kernel.lexicon._store import Entry, KeyTerms
-from runtime.kernel.lexicon.learning import JiebaSegmenter, Segmenter, extract_candidates
+from runtime.kernel.lexicon.learning import (
+    JiebaSegmenter,
+    LearningBatch,
+    PreparedText,
+    Segmenter,
+    prepare_batch,
+)
 from runtime.kernel.lexicon.normalize import (
     MatchFolder,
     UnitMap,
     encode_units,
     normalize_term,
-    normalize_text,
 )
 from runtime.kernel.lexicon.scoring import Ordered, score_ordered
 from runtime.kernel.lexicon.settings import LexiconSettings
@@ -307,26 +312,34 @@ class DynamicLexicon:
     def learn(self, text: str, key: LexiconKey, now: float) -> list[KeywordTerm]:
         """Learn from one text: the terms it created or reinforced, as they now are."""
         tally = _Tally()
-        self._learn_key(key, (text,), now, tally)
+        for batch_key, prepared in self.prepare_learning({key: [text]}).texts:
+            self._learn_key(batch_key, prepared, now, tally)
         store = self._keys.get(key)
         if store is None:
             return []
         return [entry.freeze() for entry in tally.touched if store.entries.get(entry.text) is entry]
 
     def learn_batch(self, texts_by_key: Mapping[LexiconKey, Sequence[str]], now: float) -> LearnReport:
-        """Learn from many texts at once, at most ``learn_max_texts`` of them (the rest are skipped).
+        """Learn from many texts at once: :meth:`prepare_learning`, then :meth:`apply_learning`.
 
-        Each text is read up to ``learn_max_chars``; each key's automaton is built at most once.
+        At most ``learn_max_texts`` texts (the rest are skipped), each read up to
+        ``learn_max_chars``; each key's automaton is built at most once.
         """
+        return self.apply_learning(self.prepare_learning(texts_by_key), now)
+
+    def prepare_learning(self, texts_by_key: Mapping[LexiconKey, Sequence[str]]) -> LearningBatch:
+        """The slow half of learning (segmentation), which reads no lexicon state.
+
+        It may run in a worker thread while matching goes on; :meth:`apply_learning` must then run
+        where matching runs (the lexicon is not thread-safe).
+        """
+        return prepare_batch(texts_by_key, self._segmenter, self._settings)
+
+    def apply_learning(self, batch: LearningBatch, now: float) -> LearnReport:
+        """The fast half of learning: reinforce and create terms from a prepared batch."""
         tally = _Tally()
-        budget = self._settings.learn_max_texts
-        skipped = 0
-        for key, texts in texts_by_key.items():
-            taken = texts[: max(0, budget)]
-            skipped += len(texts) - len(taken)
-            budget -= len(taken)
-            if taken:
-                self._learn_key(key, taken, now, tally)
+        for key, prepared in batch.texts:
+            self._learn_key(key, prepared, now, tally)
         created = tuple(
             entry.freeze()
             for key, entry in tally.created
@@ -334,14 +347,14 @@ class DynamicLexicon:
         )
         return LearnReport(
             texts=tally.texts,
-            skipped_texts=skipped,
-            chars_read=tally.chars,
+            skipped_texts=batch.skipped_texts,
+            chars_read=batch.chars_read,
             created=created,
             reinforced=tally.reinforced,
             evicted=tally.evicted,
         )
 
-    def _learn_key(self, key: LexiconKey, texts: Iterable[str], now: float, tally: _Tally) -> None:
+    def _learn_key(self, key: LexiconKey, texts: Iterable[PreparedText], now: float, tally: _Tally) -> None:
         settings = self._settings
         store = self._keys.get(key)
         # Built once for the whole batch: terms this batch creates are found through owner() on the
@@ -349,27 +362,19 @@ class DynamicLexicon:
         automaton = None if store is None else store.current_automaton()
         cap = self._cap(key)
         evictions: _EvictionQueue | None = None  # built when the key first overflows in this batch
-        max_chars = settings.learn_max_chars
         max_new = settings.learn_max_new_per_text
         initial_weight, initial_confidence = settings.initial_weight, settings.initial_confidence
         suppressed = TermStatus.SUPPRESSED
         for text in texts:
-            normalized = normalize_text(text[:max_chars])
             tally.texts += 1
-            tally.chars += len(normalized)
             seen: dict[str, Entry] = {}
             if store is not None:
-                for _start, _end, _surface, entry in _occurrences(store, automaton, encode_units(normalized)):
+                for _start, _end, _surface, entry in _occurrences(
+                    store, automaton, encode_units(text.normalized)
+                ):
                     seen[entry.text] = entry
             fresh: list[str] = []
-            words = extract_candidates(
-                normalized,
-                self._segmenter,
-                max_chars=max_chars,
-                max_term_chars=settings.max_term_chars,
-                stop_words=settings.stop_words,
-            )
-            for word in words:
+            for word in text.candidates:
                 owner = None if store is None else store.owner(word)
                 if owner is None:
                     if len(fresh) < max_new:
@@ -578,11 +583,10 @@ class DynamicLexicon:
 
 
 class _Tally:
-    __slots__ = ("chars", "created", "evicted", "reinforced", "texts", "touched")
+    __slots__ = ("created", "evicted", "reinforced", "texts", "touched")
 
     def __init__(self) -> None:
         self.texts = 0
-        self.chars = 0
         self.reinforced = 0
         self.evicted = 0
         self.created: list[tuple[LexiconKey, Entry]] = []
