@@ -154,6 +154,9 @@ def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> Kern
     settings = KernelSettings(self_ids=(BOT_ID,), lexicon=lexicon.settings)
     kernel = Kernel(settings, lexicon=lexicon, segmenter=WhitespaceSegmenter())
     loaded = time.perf_counter() - start
+    for chat_id in {m.chat_id for m in messages}:
+        lexicon.match("", [GLOBAL_KEY, LexiconKey(LexiconScope.GROUP, chat_id)])  # build the automata
+    rss_lexicon = lexbench.peak_rss_mb()
     span = messages[-1].time - messages[0].time + 1.0
     # Warm-up: every group's automaton gets built, threads and budgets exist, as in a running bot.
     tracker = ThreadTracker(settings.threads)
@@ -240,7 +243,10 @@ def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> Kern
     runs_text = ", ".join(f"{v:.1f}" for v in samples["Kernel.ingest"])
     print(f"   Kernel.ingest runs: {runs_text} µs/msg")
     print(f"   ratio kernel / bare loop: {kernel_us / bare_us:.1f}x")
-    print(f"   peak RSS {lexbench.peak_rss_mb():.0f} MB (before the kernel: {rss_before:.0f} MB)")
+    print(
+        f"   peak RSS {lexbench.peak_rss_mb():.0f} MB: {rss_before:.0f} MB before the kernel (corpus,"
+        f" messages, jieba's word list), {rss_lexicon:.0f} MB with the lexicon loaded and built"
+    )
     sample_ingest(kernel, messages, span)
     return kernel
 
@@ -321,6 +327,17 @@ def bench_scheduler(pending: int, ops: int, runs: int) -> None:
     for name, ns in medians.items():
         print(f"   {name:8s} {ns / 1000:6.2f} µs/op   {1e9 / ns:12,.0f} ops/s")
     print(f"   mixed (mean of the four)       {1e9 / mixed_ns:12,.0f} ops/s")
+    store = EventStore()
+    moves = []
+    for _ in range(ops):
+        event = store.create(kind="bench", chat_id="group:1", now=0.0)
+        store.transition(event.id, EventState.CLASSIFIED, 0.0)
+        moves.append(event.id)
+    start = time.perf_counter_ns()
+    for event_id in moves:
+        store.transition(event_id, EventState.SCHEDULED, 1.0)
+    move_ns = (time.perf_counter_ns() - start) / ops
+    print(f"   one EventStore state move alone  {move_ns / 1000:6.2f} µs (each operation makes one or two)")
     heap_ns = bench_heap_reference(pending, ops, runs)
     print(
         f"   bare heapq push+pop at that size {heap_ns / 1000:6.2f} µs   ratio scheduler / bare heap:"
