@@ -8,6 +8,7 @@ replies per 10 minutes and 2 unforced ones per 30 minutes, at least 60 s apart.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -52,7 +53,9 @@ def test_one_line_per_message_and_per_activation_with_exactly_the_documented_fie
 ) -> None:
     source = read_jsonl(GROUPS)
     messages = [line for line in lines if line.get("type") != "activation"]
-    assert [m["message_id"] for m in messages] == [s["message_id"] for s in sorted(source, key=lambda s: s["ts"])]
+    assert [m["message_id"] for m in messages] == [
+        s["message_id"] for s in sorted(source, key=lambda s: s["ts"])
+    ]
     assert all(set(m) == MESSAGE_KEYS for m in messages)
     activations = activation_lines(lines)
     assert activations
@@ -88,7 +91,9 @@ def test_an_at_mention_is_forced_and_the_bot_would_speak_at_once(lines: list[dic
         (502, "a private chat, a plain 谢谢"),
     ],
 )
-def test_other_ways_of_addressing_the_bot_are_forced(lines: list[dict[str, Any]], message_id: int, why: str) -> None:
+def test_other_ways_of_addressing_the_bot_are_forced(
+    lines: list[dict[str, Any]], message_id: int, why: str
+) -> None:
     line = message_lines(lines)[message_id]
     assert line["decision"] == "forced", why
     assert [a["outcome"] for a in activation_of(lines, line["event_id"])] == ["would_speak"], why
@@ -164,7 +169,7 @@ def test_speech_never_exceeds_either_budget(lines: list[dict[str, Any]]) -> None
         window, most, gap = (600.0, 3, 3.0) if forced else (1800.0, 2, 60.0)
         for i, start in enumerate(times):
             assert len([t for t in times[i:] if t < start + window]) <= most
-        assert all(b - a >= gap for a, b in zip(times, times[1:], strict=False))
+        assert all(b - a >= gap for a, b in itertools.pairwise(times))
 
 
 def test_the_table_on_stderr_counts_per_group(replay: tuple[Run, Path], lines: list[dict[str, Any]]) -> None:
@@ -173,7 +178,20 @@ def test_the_table_on_stderr_counts_per_group(replay: tuple[Run, Path], lines: l
         for row in replay[0].stderr.splitlines()
         if row.startswith(("group:", "private:", "total"))
     }
-    header = "msgs bot forced high medium low speak blocked expired supers. calls tokens".split()
+    header = [
+        "msgs",
+        "bot",
+        "forced",
+        "high",
+        "medium",
+        "low",
+        "speak",
+        "blocked",
+        "expired",
+        "supers.",
+        "calls",
+        "tokens",
+    ]
     flood = dict(zip(header, map(int, rows["group:1003"]), strict=True))
     assert flood | {"tokens": 0} == {
         "msgs": 6, "bot": 0, "forced": 6, "high": 0, "medium": 0, "low": 0, "speak": 3, "blocked": 3,
@@ -201,9 +219,12 @@ def test_dump_packets_writes_the_packet_of_every_would_speak(
     packet = by_event[at["event_id"]]
     sent = "\n".join(m["content"] for m in packet["prompt"]["messages"])
     assert "TaskGroup 和 gather 有什么区别" in sent  # the trigger
-    assert packet["reason"] == "forced" and packet["prompt_tokens"] > 0
+    assert packet["reason"] == "forced"
+    assert packet["prompt_tokens"] > 0
     # Nothing from another group or the other conversation of the same group reaches the model.
-    assert "早上好" not in sent and "土豆" not in sent and "三体" not in sent
+    assert "早上好" not in sent
+    assert "土豆" not in sent
+    assert "三体" not in sent
 
 
 def test_two_runs_give_identical_output_and_packets(tmp_path: Path) -> None:
@@ -216,7 +237,8 @@ def test_two_runs_give_identical_output_and_packets(tmp_path: Path) -> None:
         files = {f.name: f.read_bytes() for f in sorted(packets.iterdir())}
         outputs.append((out.read_bytes(), files, run.stderr))
     (out_a, files_a, err_a), (out_b, files_b, err_b) = outputs
-    assert out_a and files_a
+    assert out_a
+    assert files_a
     assert out_a == out_b
     assert files_a == files_b
     table = [line for line in err_a.splitlines() if line.startswith(("group:", "total"))]
