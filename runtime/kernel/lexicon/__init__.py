@@ -33,6 +33,7 @@ from runtime.kernel.lexicon.scoring import score_hits
 from runtime.kernel.lexicon.settings import LexiconSettings
 from runtime.kernel.lexicon.terms import (
     GLOBAL_KEY,
+    MAX_TERM_CHARS,
     InvalidTerm,
     KeywordHit,
     KeywordSnapshot,
@@ -49,6 +50,7 @@ from runtime.kernel.lexicon.terms import (
 
 __all__ = [
     "GLOBAL_KEY",
+    "MAX_TERM_CHARS",
     "STOP_WORDS",
     "Disposer",
     "DynamicLexicon",

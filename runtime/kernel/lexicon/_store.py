@@ -1,4 +1,5 @@
-"""The terms of one LexiconKey and their automaton (private to the lexicon package).
+"""The terms of one LexiconKey, their automaton and the scan over it, and the eviction queue
+(private to the lexicon package).
 
 Each key has its own automaton, so a change in one group rebuilds only that group's. A change marks
 the automaton stale; it is rebuilt on the next match, from scratch, and swapped in whole: a
@@ -14,6 +15,7 @@ surface with an astral character, whose length in code units differs from its le
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Iterator
 
 import ahocorasick
@@ -185,3 +187,86 @@ def _build(entries: Iterable[Entry]) -> ahocorasick.Automaton | None:
         return None
     automaton.make_automaton()
     return automaton
+
+
+def occurrences(
+    store: KeyTerms, automaton: ahocorasick.Automaton | None, encoded: str
+) -> list[tuple[int, int, str, Entry]]:
+    """Occurrences of ``store``'s surfaces as (start byte, end byte, surface, term).
+
+    Latin-1 "bytes" of the UTF-16 encoding: a match must start on an even byte, else it straddles
+    two code units and is not an occurrence. Surfaces no longer owned, or suppressed, are skipped
+    (a stale automaton during learning may still hold them). This is the per-message loop: the
+    owner lookup is inlined.
+    """
+    if automaton is None:
+        return []
+    found: list[tuple[int, int, str, Entry]] = []
+    entries = store.entries
+    aliases = store.aliases
+    suppressed = TermStatus.SUPPRESSED
+    for last, payload in automaton.iter(encoded):
+        if payload.__class__ is str:
+            surface: str = payload
+            start = last + 1 - (len(payload) << 1)
+        else:
+            surface, length = payload
+            start = last + 1 - length
+        if start & 1:
+            continue
+        entry = entries.get(surface)
+        if entry is None:
+            owner_text = aliases.get(surface)
+            entry = None if owner_text is None else entries.get(owner_text)
+            if entry is None:
+                continue
+        if entry.status is not suppressed:
+            found.append((start, last + 1, surface, entry))
+    return found
+
+
+class EvictionQueue:
+    """The ACTIVE terms of one key by (weight, last seen, text), lowest first, for one batch.
+
+    A full key evicts once per new word; scanning the key each time made a batch of new words
+    quadratic. Records go stale when learning changes a term: every change pushes a fresh record,
+    and :meth:`pop` skips records that no longer describe their term.
+    """
+
+    __slots__ = ("_heap",)
+
+    def __init__(self, entries: Iterable[Entry]) -> None:
+        self._heap = [
+            (entry.weight, entry.last_seen_at, entry.text)
+            for entry in entries
+            if entry.status is TermStatus.ACTIVE
+        ]
+        heapq.heapify(self._heap)
+
+    def push(self, entry: Entry) -> None:
+        if entry.status is TermStatus.ACTIVE:
+            heapq.heappush(self._heap, (entry.weight, entry.last_seen_at, entry.text))
+
+    def pop(self, store: KeyTerms) -> Entry | None:
+        while self._heap:
+            weight, last_seen_at, text = heapq.heappop(self._heap)
+            entry = store.entries.get(text)
+            if (
+                entry is not None
+                and entry.status is TermStatus.ACTIVE
+                and entry.weight == weight
+                and entry.last_seen_at == last_seen_at
+            ):
+                return entry
+        return None
+
+
+def lowest_active(entries: Iterable[Entry]) -> Entry | None:
+    """The ACTIVE term to evict first: lowest weight, then least recently seen."""
+    victim: Entry | None = None
+    for entry in entries:
+        if entry.status is TermStatus.ACTIVE and (
+            victim is None or (entry.weight, entry.last_seen_at) < (victim.weight, victim.last_seen_at)
+        ):
+            victim = entry
+    return victim

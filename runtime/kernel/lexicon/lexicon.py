@@ -26,14 +26,10 @@ Matching is plain substring matching on normalised text ("ai" occurs in "said");
 
 from __future__ import annotations
 
-import heapq
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 
-import ahocorasick
-
-from runtime.kernel.lexicon._store import Entry, KeyTerms
+from runtime.kernel.lexicon._store import Entry, EvictionQueue, KeyTerms, lowest_active, occurrences
 from runtime.kernel.lexicon.learning import (
     JiebaSegmenter,
     LearningBatch,
@@ -61,16 +57,17 @@ from runtime.kernel.lexicon.terms import (
     LexiconScope,
     LexiconStatistics,
     TermStatus,
+    renormalized,
+    valid_or_none,
+    valid_surface,
+    valid_unit,
 )
 
 Disposer = Callable[[], bool]
-# A keyword, not a passage: longer "terms" would only bloat the automaton (two nodes a character).
-MAX_TERM_CHARS = 64
 _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
 # tuple.__new__ skips the NamedTuple's Python-level __new__: half the cost of a hit.
 _new_hit: Callable[[type[KeywordHit], tuple[LexiconKey, str, str, int, int, float, float]], KeywordHit]
 _new_hit = tuple.__new__
-_SURROGATE = re.compile("[\ud800-\udfff]")
 LEARNED = "learned"
 
 
@@ -117,16 +114,16 @@ class DynamicLexicon:
         Raises :class:`InvalidTerm` for a text or alias under two characters and
         :class:`LexiconFull` when the key is full of pinned and suppressed terms.
         """
-        canonical = _valid(text)
-        alias_set = dict.fromkeys(_valid(alias) for alias in aliases)
+        canonical = valid_surface(text)
+        alias_set = dict.fromkeys(valid_surface(alias) for alias in aliases)
         alias_set.pop(canonical, None)
         store = self._keys.get(key)
         existing = store.entries.get(canonical) if store is not None else None
         term = KeywordTerm(
             text=canonical,
             aliases=tuple(alias_set),
-            weight=_unit(weight),
-            confidence=_unit(confidence),
+            weight=valid_unit(weight),
+            confidence=valid_unit(confidence),
             source=source,
             first_seen_at=existing.first_seen_at if existing is not None else now,
             last_seen_at=now,
@@ -136,7 +133,7 @@ class DynamicLexicon:
         if store is None:
             store = self._keys[key] = KeyTerms(key)
         if existing is None and len(store) >= self._cap(key):
-            victim = _lowest_active(store.entries.values())
+            victim = lowest_active(store.entries.values())
             if victim is None:
                 raise LexiconFull(f"{key}: {len(store)} terms, none may be evicted")
             store.remove(victim.text)
@@ -304,8 +301,8 @@ class DynamicLexicon:
         self._matches += 1
         if store.stale:
             self._rebuilds += 1
-            return _occurrences(store, store.automaton(), encoded)
-        return _occurrences(store, store.built, encoded)
+            return occurrences(store, store.automaton(), encoded)
+        return occurrences(store, store.built, encoded)
 
     # -- learning -----------------------------------------------------------------------------
 
@@ -358,10 +355,10 @@ class DynamicLexicon:
         settings = self._settings
         store = self._keys.get(key)
         # Built once for the whole batch: terms this batch creates are found through owner() on the
-        # candidates, and _occurrences() skips surfaces that are gone.
+        # candidates, and occurrences() skips surfaces that are gone.
         automaton = None if store is None else store.current_automaton()
         cap = self._cap(key)
-        evictions: _EvictionQueue | None = None  # built when the key first overflows in this batch
+        evictions: EvictionQueue | None = None  # built when the key first overflows in this batch
         max_new = settings.learn_max_new_per_text
         initial_weight, initial_confidence = settings.initial_weight, settings.initial_confidence
         suppressed = TermStatus.SUPPRESSED
@@ -369,7 +366,7 @@ class DynamicLexicon:
             tally.texts += 1
             seen: dict[str, Entry] = {}
             if store is not None:
-                for _start, _end, _surface, entry in _occurrences(
+                for _start, _end, _surface, entry in occurrences(
                     store, automaton, encode_units(text.normalized)
                 ):
                     seen[entry.text] = entry
@@ -400,7 +397,7 @@ class DynamicLexicon:
                     evictions.push(entry)
                 if len(store) > cap:
                     if evictions is None:
-                        evictions = _EvictionQueue(store.entries.values())
+                        evictions = EvictionQueue(store.entries.values())
                     victim = evictions.pop(store)
                     if victim is not None:
                         store.remove(victim.text)
@@ -499,20 +496,20 @@ class DynamicLexicon:
             store = KeyTerms(key)
             for term in snapshot.terms:
                 try:
-                    text = _valid(term.text)
-                    _unit(term.weight)
-                    _unit(term.confidence)
+                    text = valid_surface(term.text)
+                    valid_unit(term.weight)
+                    valid_unit(term.confidence)
                 except InvalidTerm:
                     skipped += 1
                     self._touch(key, term.text)
                     continue
-                aliases = tuple(dict.fromkeys(alias for alias in map(_valid_or_none, term.aliases) if alias))
-                restored = _normalized_term(term, text, aliases)
+                aliases = tuple(dict.fromkeys(alias for alias in map(valid_or_none, term.aliases) if alias))
+                restored = renormalized(term, text, aliases)
                 if restored is not term:
                     self._touch(key, term.text, text)
                 self._touch(key, *self._put(store, Entry(restored)))
             cap = self._cap(key)
-            while len(store) > cap and (victim := _lowest_active(store.entries.values())) is not None:
+            while len(store) > cap and (victim := lowest_active(store.entries.values())) is not None:
                 store.remove(victim.text)
                 self._touch(key, victim.text)
             if store.entries:
@@ -591,128 +588,3 @@ class _Tally:
         self.evicted = 0
         self.created: list[tuple[LexiconKey, Entry]] = []
         self.touched: list[Entry] = []
-
-
-def _occurrences(
-    store: KeyTerms, automaton: ahocorasick.Automaton | None, encoded: str
-) -> list[tuple[int, int, str, Entry]]:
-    """Occurrences of ``store``'s surfaces as (start byte, end byte, surface, term).
-
-    Latin-1 "bytes" of the UTF-16 encoding: a match must start on an even byte, else it straddles
-    two code units and is not an occurrence. Surfaces no longer owned, or suppressed, are skipped
-    (a stale automaton during learning may still hold them). This is the per-message loop: the
-    owner lookup is inlined.
-    """
-    if automaton is None:
-        return []
-    found: list[tuple[int, int, str, Entry]] = []
-    entries = store.entries
-    aliases = store.aliases
-    suppressed = TermStatus.SUPPRESSED
-    for last, payload in automaton.iter(encoded):
-        if payload.__class__ is str:
-            surface: str = payload
-            start = last + 1 - (len(payload) << 1)
-        else:
-            surface, length = payload
-            start = last + 1 - length
-        if start & 1:
-            continue
-        entry = entries.get(surface)
-        if entry is None:
-            owner_text = aliases.get(surface)
-            entry = None if owner_text is None else entries.get(owner_text)
-            if entry is None:
-                continue
-        if entry.status is not suppressed:
-            found.append((start, last + 1, surface, entry))
-    return found
-
-
-class _EvictionQueue:
-    """The ACTIVE terms of one key by (weight, last seen, text), lowest first, for one batch.
-
-    A full key evicts once per new word; scanning the key each time made a batch of new words
-    quadratic. Records go stale when learning changes a term: every change pushes a fresh record,
-    and :meth:`pop` skips records that no longer describe their term.
-    """
-
-    __slots__ = ("_heap",)
-
-    def __init__(self, entries: Iterable[Entry]) -> None:
-        self._heap = [
-            (entry.weight, entry.last_seen_at, entry.text)
-            for entry in entries
-            if entry.status is TermStatus.ACTIVE
-        ]
-        heapq.heapify(self._heap)
-
-    def push(self, entry: Entry) -> None:
-        if entry.status is TermStatus.ACTIVE:
-            heapq.heappush(self._heap, (entry.weight, entry.last_seen_at, entry.text))
-
-    def pop(self, store: KeyTerms) -> Entry | None:
-        while self._heap:
-            weight, last_seen_at, text = heapq.heappop(self._heap)
-            entry = store.entries.get(text)
-            if (
-                entry is not None
-                and entry.status is TermStatus.ACTIVE
-                and entry.weight == weight
-                and entry.last_seen_at == last_seen_at
-            ):
-                return entry
-        return None
-
-
-def _lowest_active(entries: Iterable[Entry]) -> Entry | None:
-    """The ACTIVE term to evict first: lowest weight, then least recently seen."""
-    victim: Entry | None = None
-    for entry in entries:
-        if entry.status is TermStatus.ACTIVE and (
-            victim is None or (entry.weight, entry.last_seen_at) < (victim.weight, victim.last_seen_at)
-        ):
-            victim = entry
-    return victim
-
-
-def _valid(text: str) -> str:
-    normalized = normalize_term(text)
-    if not 2 <= len(normalized) <= MAX_TERM_CHARS:
-        raise InvalidTerm(
-            f"{text[:80]!r}: a term or alias needs 2 to {MAX_TERM_CHARS} characters after normalisation"
-        )
-    if _SURROGATE.search(normalized) is not None:
-        # Half a character: it would match half of an emoji in the text.
-        raise InvalidTerm(f"{text!r}: a term or alias cannot hold a lone surrogate")
-    return normalized
-
-
-def _valid_or_none(text: str) -> str | None:
-    try:
-        return _valid(text)
-    except InvalidTerm:
-        return None
-
-
-def _unit(value: float) -> float:
-    if not 0.0 <= value <= 1.0:  # NaN fails too
-        raise InvalidTerm(f"weight and confidence must be in [0, 1], got {value!r}")
-    return float(value)
-
-
-def _normalized_term(term: KeywordTerm, text: str, aliases: tuple[str, ...]) -> KeywordTerm:
-    if text == term.text and aliases == term.aliases:
-        return term
-    return KeywordTerm(
-        text=text,
-        aliases=tuple(alias for alias in aliases if alias != text),
-        weight=term.weight,
-        confidence=term.confidence,
-        source=term.source,
-        first_seen_at=term.first_seen_at,
-        last_seen_at=term.last_seen_at,
-        expires_at=term.expires_at,
-        status=term.status,
-        decayed_at=term.decayed_at,
-    )

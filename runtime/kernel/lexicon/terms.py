@@ -9,11 +9,13 @@ Faults (each a :class:`runtime.kernel.errors.KernelError`)::
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
 from runtime.kernel.errors import KernelError
+from runtime.kernel.lexicon.normalize import normalize_term
 
 
 class LexiconScope(StrEnum):
@@ -40,6 +42,9 @@ class LexiconKey:
 
 
 GLOBAL_KEY = LexiconKey(LexiconScope.GLOBAL, "")
+# A keyword, not a passage: longer "terms" would only bloat the automaton (two nodes a character).
+MAX_TERM_CHARS = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class TermStatus(StrEnum):
@@ -148,3 +153,48 @@ class InvalidTerm(LexiconError):
 
 class LexiconFull(LexiconError):
     """Raised when a key is at its cap and nothing in it may be evicted."""
+
+
+# -- validation (add and restore) ---------------------------------------------------------------
+
+
+def valid_surface(text: str) -> str:
+    normalized = normalize_term(text)
+    if not 2 <= len(normalized) <= MAX_TERM_CHARS:
+        raise InvalidTerm(
+            f"{text[:80]!r}: a term or alias needs 2 to {MAX_TERM_CHARS} characters after normalisation"
+        )
+    if _SURROGATE.search(normalized) is not None:
+        # Half a character: it would match half of an emoji in the text.
+        raise InvalidTerm(f"{text!r}: a term or alias cannot hold a lone surrogate")
+    return normalized
+
+
+def valid_or_none(text: str) -> str | None:
+    try:
+        return valid_surface(text)
+    except InvalidTerm:
+        return None
+
+
+def valid_unit(value: float) -> float:
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise InvalidTerm(f"weight and confidence must be in [0, 1], got {value!r}")
+    return float(value)
+
+
+def renormalized(term: KeywordTerm, text: str, aliases: tuple[str, ...]) -> KeywordTerm:
+    if text == term.text and aliases == term.aliases:
+        return term
+    return KeywordTerm(
+        text=text,
+        aliases=tuple(alias for alias in aliases if alias != text),
+        weight=term.weight,
+        confidence=term.confidence,
+        source=term.source,
+        first_seen_at=term.first_seen_at,
+        last_seen_at=term.last_seen_at,
+        expires_at=term.expires_at,
+        status=term.status,
+        decayed_at=term.decayed_at,
+    )
