@@ -30,6 +30,9 @@ from runtime.kernel.events import BotEvent, EventState, EventStore
 __all__ = ["ActivationScheduler", "SchedulerStatistics"]
 
 _WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
+# Members bound once: an Enum class attribute lookup costs ~10x a global lookup.
+_SCHEDULED, _SNOOZED, _ELIGIBLE = EventState.SCHEDULED, EventState.SNOOZED, EventState.ELIGIBLE
+_EXPIRED, _SKIPPED = EventState.EXPIRED, EventState.SKIPPED
 # Rebuild the heaps when they hold more than this many entries beyond twice the live count.
 _COMPACT_SLACK = 256
 
@@ -79,7 +82,7 @@ class ActivationScheduler:
         """Hold the event until its ``not_before``; moves it to ``scheduled`` unless it is waiting."""
         event = self.store.require(event_id)
         if event.state not in _WAITING:
-            event = self.store.transition(event_id, EventState.SCHEDULED, now)
+            event = self.store.transition(event_id, _SCHEDULED, now)
         self._push(event)
         self._counts[0] += 1
         return event
@@ -87,8 +90,8 @@ class ActivationScheduler:
     def snooze(self, event_id: str, until: float, now: float) -> BotEvent:
         """Put the event off until ``until`` (its new ``not_before``); it comes back as ``eligible``."""
         event = self.store.update(event_id, now, not_before=until)  # UnknownEvent if it is not there
-        if event.state is not EventState.SNOOZED:
-            event = self.store.transition(event_id, EventState.SNOOZED, now)
+        if event.state is not _SNOOZED:
+            event = self.store.transition(event_id, _SNOOZED, now)
         self._push(event)
         self._counts[4] += 1
         return event
@@ -105,7 +108,7 @@ class ActivationScheduler:
         if event is not None and event.state in _WAITING:
             if reason is not None:
                 self.store.update(event_id, now, payload=_with(event.payload, skip_reason=reason))
-            self.store.transition(event_id, EventState.SKIPPED, now)
+            self.store.transition(event_id, _SKIPPED, now)
         self._maybe_compact()
         return True
 
@@ -144,7 +147,7 @@ class ActivationScheduler:
             event = store.get(event_id)
             if event is None or event.state not in _WAITING:
                 continue  # removed or moved on behind the scheduler's back: nothing to activate
-            out.append(store.transition(event_id, EventState.ELIGIBLE, now))
+            out.append(store.transition(event_id, _ELIGIBLE, now))
         if out:
             self._counts[1] += len(out)
             self._maybe_compact()  # returned events leave stale deadline entries behind
@@ -211,7 +214,7 @@ class ActivationScheduler:
             event = self.store.get(event_id)
             if event is None or event.state not in _WAITING:
                 continue
-            self._expired.append(self.store.transition(event_id, EventState.EXPIRED, now))
+            self._expired.append(self.store.transition(event_id, _EXPIRED, now))
             self._counts[2] += 1
 
     def _maybe_compact(self) -> None:
