@@ -269,6 +269,23 @@ def test_a_term_seen_again_is_not_decayed_for_the_time_before_it_was_seen() -> N
     assert lexicon.get(GROUP_A, "原神").weight == pytest.approx(0.1)  # type: ignore[union-attr]
 
 
+def test_decay_and_expiry_can_be_limited_to_some_keys() -> None:
+    lexicon = make(half_life=DAY)
+    for key in (GROUP_A, GROUP_B):
+        lexicon.add(key, "原神", now=0.0, weight=0.8, expires_at=DAY)
+    lexicon.decay(DAY, keys=[GROUP_A])
+    assert weight_of(lexicon, GROUP_A) == pytest.approx(0.4)
+    assert weight_of(lexicon, GROUP_B) == pytest.approx(0.8)
+    assert lexicon.expire(DAY, keys=[GROUP_B, LexiconKey(LexiconScope.THREAD, "th-9")]) == 1
+    assert lexicon.get(GROUP_A, "原神") is not None
+
+
+def weight_of(lexicon: DynamicLexicon, key: LexiconKey) -> float:
+    term = lexicon.get(key, "原神")
+    assert term is not None
+    return term.weight
+
+
 # -- expiry -------------------------------------------------------------------------------------------
 
 

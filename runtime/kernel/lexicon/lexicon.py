@@ -422,14 +422,15 @@ class DynamicLexicon:
 
     # -- maintenance --------------------------------------------------------------------------
 
-    def decay(self, now: float) -> int:
+    def decay(self, now: float, keys: Iterable[LexiconKey] | None = None) -> int:
         """Decay ACTIVE terms by the time since they were last seen; delete those under the threshold.
 
-        Returns how many terms were deleted.
+        ``keys`` limits the work to some keys (a caller may spread a decay over several ticks:
+        500,000 terms take a few hundred milliseconds). Returns how many terms were deleted.
         """
         threshold = self._settings.delete_below
         removed = 0
-        for key, store in list(self._keys.items()):
+        for key, store in self._stores(keys):
             doomed: list[str] = []
             decayed: list[str] = []
             for entry in store.entries.values():
@@ -451,10 +452,11 @@ class DynamicLexicon:
         entry.decayed_at = now
         return True
 
-    def expire(self, now: float) -> int:
-        """Delete every term whose ``expires_at`` has come, whatever its status; how many."""
+    def expire(self, now: float, keys: Iterable[LexiconKey] | None = None) -> int:
+        """Delete every term (of ``keys``, or all) whose ``expires_at`` has come, whatever its
+        status; how many."""
         removed = 0
-        for key, store in list(self._keys.items()):
+        for key, store in self._stores(keys):
             doomed = [
                 entry.text
                 for entry in store.entries.values()
@@ -463,6 +465,11 @@ class DynamicLexicon:
             removed += self._drop(key, store, doomed)
         self._expired += removed
         return removed
+
+    def _stores(self, keys: Iterable[LexiconKey] | None) -> list[tuple[LexiconKey, KeyTerms]]:
+        if keys is None:
+            return list(self._keys.items())
+        return [(key, store) for key in dict.fromkeys(keys) if (store := self._keys.get(key)) is not None]
 
     def _drop(self, key: LexiconKey, store: KeyTerms, texts: list[str]) -> int:
         for text in texts:
