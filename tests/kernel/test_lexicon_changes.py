@@ -92,7 +92,9 @@ operation = st.one_of(
 @given(st.lists(operation, max_size=30))
 @example([("add", GROUP, "原神", []), ("take",), ("decay", 1.0)])
 @example([("learn", GROUP, ["原神"]), ("take",), ("pin", GROUP, "原神")])
-def test_a_copy_kept_from_changes_equals_the_lexicon(operations: list[tuple[object, ...]]) -> None:
+def test_a_copy_kept_from_changes_equals_the_lexicon_and_caps_and_weights_hold(
+    operations: list[tuple[object, ...]],
+) -> None:
     lexicon = DynamicLexicon(
         LexiconSettings(half_life=2.0, delete_below=0.15, max_terms=4), segmenter=SplitSegmenter()
     )
@@ -121,5 +123,9 @@ def test_a_copy_kept_from_changes_equals_the_lexicon(operations: list[tuple[obje
                 lexicon.clear(key)
             case ("take",):
                 apply(copy, lexicon)
+        for key in KEYS:
+            terms = lexicon.terms(key)
+            assert len(terms) <= 4 or key == GLOBAL_KEY
+            assert all(0.0 <= term.weight <= 1.0 and 0.0 <= term.confidence <= 1.0 for term in terms)
     apply(copy, lexicon)
     assert copy == everything(lexicon)
