@@ -5,12 +5,15 @@ Printed (medians over ``--runs`` runs of CPU time; each run goes over the same m
 - match and score at 10,000 global terms, in µs per message, beside a naive ``term in text`` loop
   over the same terms and a plain pyahocorasick automaton over the text itself (no code-unit
   spelling), with the ratios;
-- the per-message cost over global (10,000) + one group (500) keys, the way the kernel asks;
-- memory for ``--groups`` groups × (10,000 global + 500 group terms), every automaton built:
-  tracemalloc's figure for the lexicon alone and the process's peak RSS;
+- memory for ``--groups`` groups × (10,000 global + 500 group terms), every automaton built: the
+  RSS the lexicon added and the process's peak RSS (``--tracemalloc`` adds traced figures);
+- the per-message cost over global (10,000) + one group (500) keys, the way the kernel asks, with
+  a random group per message (caches cold: the worst case) and with bursts from one group;
 - automaton rebuild time for one group and for the global key;
-- learning with real jieba (texts/s), and a 200,000-character message against a 2,000-character one;
-- decay over every term.
+- decay and snapshot over every term;
+- learning with real jieba (texts/s, wall time, including segmentation), one 2,000-character and
+  one 200,000-character text (learning reads the first ``learn_max_chars``), and matching a
+  200,000-character text.
 
 Reusable pieces (``bench/kernel.py`` imports them; the repository root must be on ``sys.path``):
 
@@ -24,6 +27,7 @@ Reusable pieces (``bench/kernel.py`` imports them; the repository root must be o
 - :func:`load_lexicon` — a DynamicLexicon filled from a corpus.
 
     .venv/bin/python bench/lexicon.py [--groups 1000] [--runs 5] [--messages 2000] [--seed 7]
+                                      [--tracemalloc]
 """
 
 from __future__ import annotations
