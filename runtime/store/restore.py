@@ -1,7 +1,8 @@
-"""``load_runtime_state`` built on the Protocol alone, so every backend restores the same way."""
+"""Restoring and pruning the runtime state, on the Protocol alone, so every backend does it alike."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runtime.store.records import (
@@ -32,3 +33,21 @@ async def load_runtime_state(store: Store, *, now: float, policy: RestorePolicy)
         topic_threads=tuple(threads),
         open_sessions=tuple(sessions),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PruneReport:
+    events: int
+    speeches: int
+
+
+async def prune_runtime_state(store: Store, *, now: float, policy: RestorePolicy) -> PruneReport:
+    """Forget what a restart would not restore: finished events and speeches older than the windows.
+
+    Run it now and then (the lifespan's maintenance tick); the kernel prunes its own memory likewise.
+    Finished events are kept for ``policy.speech_window`` so the admin ``why`` can still explain them.
+    """
+    horizon = now - policy.speech_window
+    events = await store.prune_events(states=TERMINAL_EVENT_STATES, updated_before=horizon)
+    speeches = await store.prune_speeches(before=horizon)
+    return PruneReport(events=events, speeches=speeches)

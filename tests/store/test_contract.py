@@ -34,6 +34,7 @@ from runtime.store.records import (
     TranscriptArchive,
     UserProfile,
 )
+from runtime.store.restore import prune_runtime_state
 
 pytestmark = pytest.mark.asyncio
 
@@ -541,3 +542,20 @@ async def test_backends_implement_the_protocol(store: Store) -> None:
         actual = inspect.signature(getattr(type(store), name))
         shape = [(p.name, p.kind, p.default) for p in expected.parameters.values()]
         assert [(p.name, p.kind, p.default) for p in actual.parameters.values()] == shape, name
+
+
+async def test_prune_runtime_state_forgets_only_what_restore_would_skip(store: Store) -> None:
+    now = 100_000.0
+    await store.write(
+        [
+            event("old-done", "replied", now - 90_000),
+            event("old-waiting", "scheduled", now - 90_000),
+            event("new-done", "skipped", now - 60),
+            SpeechRecord(G1, now - 90_000),
+            SpeechRecord(G1, now - 60),
+        ]
+    )
+    report = await prune_runtime_state(store, now=now, policy=RestorePolicy(speech_window=3_600.0))
+    assert (report.events, report.speeches) == (1, 1)
+    assert {e.id for e in await store.load_events()} == {"old-waiting", "new-done"}
+    assert [s.time for s in await store.recent_speeches(G1, since=0.0)] == [now - 60]
