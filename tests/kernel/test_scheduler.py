@@ -250,3 +250,12 @@ def test_order_and_time_bounds_hold_for_any_sequence(ops: list[tuple[str, int, i
         event = store.require(ev)
         assert event.state in (EventState.SCHEDULED, EventState.SNOOZED)
         assert event.deadline is None or event.deadline >= now
+
+
+def test_forget_lets_go_without_touching_the_state() -> None:
+    store, sched = make()
+    ev = add(store, sched, at=5.0)
+    assert sched.forget(ev)
+    assert not sched.forget(ev)
+    assert store.require(ev).state is EventState.SCHEDULED
+    assert sched.due(10.0) == []

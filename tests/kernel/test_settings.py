@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runtime.config import ConfigError, parse_config
-from runtime.kernel.settings import KernelSettings, Supersede
+from runtime.kernel.errors import InvalidSetting
+from runtime.kernel.settings import KernelSettings, SchedulingSettings, Supersede
 
 
 def test_empty_config_gives_the_default_settings() -> None:
@@ -47,3 +48,23 @@ def test_unknown_supersede_policy_is_refused_by_name() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"scheduling": {"supersede": "everything"}})
     assert "scheduling.supersede" in info.value.keys
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"high_delay": -1.0}, "scheduling.high_delay"),
+        ({"deliberation_timeout": -5.0}, "scheduling.deliberation_timeout"),
+        ({"high_delay": 10.0, "high_deadline": 5.0}, "scheduling.high_deadline"),
+        ({"medium_delay": 10.0, "medium_deadline": 5.0}, "scheduling.medium_deadline"),
+        ({"learn_queue_max": -1}, "scheduling.learn_queue_max"),
+    ],
+)
+def test_bad_scheduling_settings_name_the_setting(kwargs: dict[str, float], key: str) -> None:
+    with pytest.raises(InvalidSetting, match=key):
+        SchedulingSettings(**kwargs)  # type: ignore[arg-type]
+
+
+def test_read_max_chars_has_a_floor() -> None:
+    with pytest.raises(InvalidSetting, match="read_max_chars"):
+        KernelSettings(read_max_chars=3)
