@@ -30,7 +30,7 @@ from runtime.replay.addressing import Addressing
 from runtime.replay.database import convert_stored, guess_self_id, load_stored_messages
 from runtime.replay.engine import Maintenance
 from runtime.replay.packets import PacketAssembler
-from runtime.replay.plot import AttentionTrace, render
+from runtime.replay.plot import PLOT_HINT, AttentionTrace, render
 from runtime.replay.reader import SourceMessage, read_log
 from runtime.replay.report import ReplayReport
 from runtime.replay.run import JsonLinesWriter, Observer, run_replay
@@ -153,13 +153,11 @@ def main(
     parser = build_parser()
     args = parser.parse_args(argv)
     err = stderr or sys.stderr
-    configure_logging(level="WARNING", stream=err)
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
-        print(
-            "replay: --plot needs matplotlib: pip install 'greywind[plot]' (or pip install matplotlib)",
-            file=err,
-        )
+        # Refused before anything runs: a long replay should not end in a missing dependency.
+        print(f"replay: {PLOT_HINT}", file=err)
         return 2
+    configure_logging(level="WARNING", stream=err)
     try:
         cfg = _config(args.config, err)
     except ConfigError as exc:

@@ -17,7 +17,9 @@ from runtime.kernel.attention import Decision
 from runtime.replay import PlotUnavailable
 from runtime.replay.engine import ActivationLine, MessageLine, Outcome
 
-__all__ = ["MAX_CHATS", "AttentionTrace", "TraceStatistics", "render"]
+__all__ = ["MAX_CHATS", "PLOT_HINT", "AttentionTrace", "TraceStatistics", "render"]
+
+PLOT_HINT = "--plot needs matplotlib: pip install 'greywind[plot]' (or pip install matplotlib)"
 
 #: Chats drawn at most (the busiest); a figure with hundreds of panels helps nobody.
 MAX_CHATS = 12
@@ -78,9 +80,7 @@ def render(trace: AttentionTrace, path: Path, *, high: float, medium: float) -> 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise PlotUnavailable(
-            "--plot needs matplotlib: pip install 'greywind[plot]' (or pip install matplotlib)"
-        ) from exc
+        raise PlotUnavailable(PLOT_HINT) from exc
 
     chats = trace.busiest()
     if not chats:
@@ -90,7 +90,7 @@ def render(trace: AttentionTrace, path: Path, *, high: float, medium: float) -> 
     start = min(times) if times else 0.0
 
     fig, axes = plt.subplots(
-        max(1, len(chats)), 1, figsize=(12, 2.6 * max(1, len(chats))), sharex=True, squeeze=False
+        max(1, len(chats)), 1, figsize=(13, 2.6 * max(1, len(chats))), sharex=True, squeeze=False
     )
     for ax, chat in zip(axes[:, 0], chats or [""], strict=False):
         points = trace.points.get(chat, [])
@@ -129,7 +129,7 @@ def render(trace: AttentionTrace, path: Path, *, high: float, medium: float) -> 
         ax.set_ylim(-0.05, 1.05)
         ax.set_ylabel("attention")
         ax.set_title(chat, loc="left", fontsize=10)
-        ax.legend(loc="upper right", fontsize=7, ncols=4)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False)
     origin = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     axes[-1, 0].set_xlabel(f"minutes since {origin}")
     fig.tight_layout()
