@@ -81,6 +81,12 @@ def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, l
     raise TypeError(f"not a write item: {item!r}")
 
 
+def _backup_target(target: Path) -> None:
+    if target.exists():
+        raise FileExistsError(f"backup target {target} exists")
+    ensure_data_dir(target.parent)
+
+
 class SqliteStore(ContextTables, LayerTables):
     """SQLite backend of :class:`runtime.store.protocol.Store`. Create it with :meth:`open`."""
 
@@ -94,8 +100,8 @@ class SqliteStore(ContextTables, LayerTables):
         """
         config = config or StoreConfig()
         file = Path(path) if path is not None else data_dir_from_env() / DB_FILENAME
-        ensure_data_dir(file.parent)
-        check_file_header(file)
+        await asyncio.to_thread(ensure_data_dir, file.parent)
+        await asyncio.to_thread(check_file_header, file)
         # Segmenting the first message would otherwise stall the event loop for ~0.8 s.
         await asyncio.to_thread(warm_up)
         db = await aiosqlite.connect(file, isolation_level=None)
@@ -130,6 +136,27 @@ class SqliteStore(ContextTables, LayerTables):
             write_failures=self._failures,
             schema_version=self._version,
         )
+
+    async def table_counts(self) -> dict[str, int]:
+        """Rows per table (FTS shadow tables left out), for the admin status and the CLI."""
+        names = await self._rows(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND name NOT LIKE '%fts%' ORDER BY name"
+        )
+        counts = {}
+        for (name,) in names:
+            row = await self._one(f'SELECT COUNT(*) FROM "{name}"')
+            counts[str(name)] = int(row[0]) if row else 0
+        return counts
+
+    async def backup(self, destination: Path | str) -> Path:
+        """A consistent copy of the database, taken while it is in use (``VACUUM INTO``)."""
+        target = Path(destination)
+        await asyncio.to_thread(_backup_target, target)
+        self._check()
+        async with self._lock:
+            await self._retry("backup", lambda: self._db.execute("VACUUM INTO ?", (str(target),)))
+        return target
 
     # -- batched writes ---------------------------------------------------------------------------
 

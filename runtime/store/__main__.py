@@ -1,0 +1,50 @@
+"""``python -m runtime.store [PATH]``: what the database holds, and whether it is healthy.
+
+Opens the database (``$GREYWIND_DATA_DIR/greywind.sqlite3`` unless a path is given) exactly as the
+bot does — migrations included — and prints its schema version, rows per table and the result of
+``PRAGMA quick_check``. ``--backup FILE`` also writes a consistent copy. Exit status 1 on a store
+error (a corrupt, locked or newer-schema file), with the error's message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from runtime.store.errors import StoreError
+from runtime.store.paths import data_dir_from_env
+from runtime.store.sqlite import DB_FILENAME, SqliteStore
+
+
+async def _report(path: Path, backup: Path | None) -> None:
+    store = await SqliteStore.open(path)
+    try:
+        print(f"database:        {store.path}")
+        print(f"schema version:  {store.schema_version}")
+        for name, count in (await store.table_counts()).items():
+            print(f"  {name:<24} {count:>10,}")
+        if backup is not None:
+            print(f"backup written:  {await store.backup(backup)}")
+    finally:
+        await store.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runtime.store", description=__doc__.splitlines()[0])
+    parser.add_argument("path", nargs="?", type=Path, help="database file (default: the data dir's)")
+    parser.add_argument("--backup", type=Path, help="also write a consistent copy to this new file")
+    args = parser.parse_args(argv)
+    path = args.path or data_dir_from_env() / DB_FILENAME
+    try:
+        asyncio.run(_report(path, args.backup))
+    except (StoreError, FileExistsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
