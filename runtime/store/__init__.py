@@ -12,6 +12,7 @@
     writer.py       ``StoreWriter``: bounded queue, one transaction per flush interval
     restore.py      ``load_runtime_state`` on the Protocol alone
     paths.py        ``data_dir_from_env()``: ``GREYWIND_DATA_DIR``, default ``./data``
+    __main__.py     ``python -m runtime.store [PATH] [--backup FILE]``: status, rows per table, backup
 
 Wiring (the lifespan owns it)::
 
