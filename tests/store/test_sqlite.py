@@ -17,7 +17,7 @@ from runtime.store.errors import (
     StoreLockedError,
 )
 from runtime.store.paths import data_dir_from_env
-from runtime.store.records import SpeechRecord, StoredMessage
+from runtime.store.records import Session, SessionState, SpeechRecord, StoredMessage, TopicThread
 from runtime.store.sqlite import DB_FILENAME, LATEST_VERSION, SqliteStore
 from runtime.store.sqlite.schema import load_migrations
 from runtime.store.writer import StoreWriter
@@ -195,5 +195,40 @@ async def test_writes_wait_out_a_lock_and_the_writer_loses_nothing(tmp_path: Pat
             await writer.flush()
         assert await store.count_messages(G1) == 20
         assert await store.recent_speeches("group:9", since=0.0) == []  # the other side rolled back
+    finally:
+        await store.close()
+
+
+async def test_concurrent_reads_and_writes_share_one_connection_safely(tmp_path: Path) -> None:
+    store = await SqliteStore.open(tmp_path / DB_FILENAME)
+    try:
+        async with StoreWriter(store, flush_interval=0.005) as writer:
+
+            async def produce(k: int) -> None:
+                for i in range(25):
+                    await writer.put(msg(k * 100 + i, f"并发{k}"))
+                    await asyncio.sleep(0)
+
+            async def sessions(k: int) -> None:
+                for i in range(10):
+                    await store.upsert_session(
+                        Session(
+                            f"s{k}", "tt", G1, SessionState.ACTIVE, 1.0, float(i), recent_dialogue=(str(i),)
+                        )
+                    )
+                    await store.upsert_topic_thread(TopicThread(f"tt{k}", "t", "chat", "", 1.0, float(i)))
+
+            async def read(k: int) -> None:
+                for _ in range(10):
+                    await store.search_messages(f"并发{k}", chat_ids=[G1])
+                    await store.recent_messages(G1, limit=5)
+
+            await asyncio.gather(*(f(k) for k in range(8) for f in (produce, sessions, read)))
+            await writer.flush()
+            assert writer.statistics().failures == 0
+        assert await store.count_messages(G1) == 200
+        assert len(await store.list_sessions()) == 8
+        assert {s.recent_dialogue for s in await store.list_sessions()} == {("9",)}
+        assert len(await store.search_messages("并发3", chat_ids=[G1], limit=100)) == 25
     finally:
         await store.close()
