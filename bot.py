@@ -52,69 +52,6 @@ def _install_stop_handlers() -> list[int]:
     return received
 
 
-def _repair_segments(event: object) -> bool:
-    """Give a text segment without text an empty one (in place); True when something was repaired.
-
-    The adapter merges neighbouring text segments before any plugin runs and fails on a text segment
-    with no ``text``, which would lose the whole message.
-    """
-    if not isinstance(event, dict) or not isinstance(event.get("message"), list):
-        return False
-    repaired = False
-    for segment in event["message"]:
-        if isinstance(segment, dict) and segment.get("type") == "text":
-            data = segment.get("data")
-            if not isinstance(data, dict):
-                segment["data"] = data = {}
-            if not isinstance(data.get("text"), str):
-                data["text"] = "" if data.get("text") is None else str(data["text"])
-                repaired = True
-    return repaired
-
-
-def _onebot_adapter() -> type:
-    """The OneBot v11 adapter, with one guard: a WebSocket frame that is not JSON is logged and skipped.
-
-    The stock adapter parses every frame inside its receive loop and closes the connection on the first
-    one that fails to parse, so one garbled frame from an implementation would cut the bot off. Valid
-    JSON that is not a valid event is already skipped by the adapter itself.
-    """
-    import json
-
-    import structlog
-    from nonebot.adapters.onebot.v11 import Adapter
-
-    log = structlog.get_logger("greywind.onebot")
-
-    class _JsonFramesOnly:
-        __slots__ = ("_ws",)
-
-        def __init__(self, ws: object) -> None:
-            self._ws = ws
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self._ws, name)
-
-        async def receive(self) -> str | bytes:
-            while True:
-                data = await self._ws.receive()  # type: ignore[attr-defined]
-                try:
-                    parsed = json.loads(data)
-                except ValueError:
-                    log.warning("onebot_frame_not_json", chars=len(data), head=str(data[:80]))
-                    continue
-                if _repair_segments(parsed):
-                    log.warning("onebot_segments_repaired", message_id=parsed.get("message_id"))
-                    return json.dumps(parsed, ensure_ascii=False)
-                return data  # type: ignore[no-any-return]
-
-    class GuardedAdapter(Adapter):
-        async def _handle_ws(self, websocket):  # type: ignore[no-untyped-def]
-            await super()._handle_ws(_JsonFramesOnly(websocket))  # type: ignore[arg-type]
-
-    return GuardedAdapter
-
-
 def main() -> int:
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
@@ -142,8 +79,15 @@ def main() -> int:
     log = structlog.get_logger("greywind.bot")
     nonebot.init(driver=DRIVER)
     driver = nonebot.get_driver()
-    driver.register_adapter(_onebot_adapter())
     nonebot.load_plugin("plugins.greywind")
+    # Imported after the plugin is loaded: importing a plugin's module first would bypass NoneBot's loader.
+    from plugins.greywind.onebot_guard import GuardedAdapter
+
+    GuardedAdapter.configure(
+        max_events_in_flight=config.bot.max_events_in_flight,
+        max_backlog_bytes=config.bot.event_backlog_mb * 1024 * 1024,
+    )
+    driver.register_adapter(GuardedAdapter)
 
     received = _install_stop_handlers()
     log.info(

@@ -11,6 +11,9 @@
     split_at = 200               # ... and sent as several messages of about this length
     max_message_chars = 4000     # incoming text longer than this reaches the kernel truncated
     command_prefix = "/"         # superuser commands: /status, /why 123, /mute ...
+    max_inflight = 64            # messages handed to the runtime at once (one chat's stay in order)
+    max_events_in_flight = 256   # events NoneBot handles at once; more wait as raw frames ...
+    event_backlog_mb = 64        # ... up to this much, then the oldest are dropped (floods only)
 
     [outbound]
     max_per_minute = 20          # all sends of the account together (QQ restricts fast senders)
@@ -39,6 +42,10 @@ class BotConfig(Section):
     command_prefix: str = Field(default="/", min_length=1, max_length=3)
     # Messages handed to the runtime at once; more wait (per-chat order is kept either way).
     max_inflight: int = Field(default=64, ge=1, le=10_000)
+    # Events NoneBot handles at once; more wait as raw frames, up to event_backlog_mb, then the
+    # oldest are dropped (only under a flood faster than the bot can handle).
+    max_events_in_flight: int = Field(default=256, ge=1, le=100_000)
+    event_backlog_mb: int = Field(default=64, ge=1, le=4_096)
 
     @field_validator("mute_words")
     @classmethod

@@ -1,4 +1,4 @@
-"""``bot.py``'s own helpers: segment repair before the adapter sees a frame, and the config file choice."""
+"""``bot.py``'s own helpers: which config file it reads."""
 
 from __future__ import annotations
 
@@ -7,24 +7,6 @@ from pathlib import Path
 import pytest
 
 import bot
-
-
-def test_a_text_segment_without_text_is_repaired() -> None:
-    event = {
-        "post_type": "message",
-        "message": [{"type": "text", "data": {}}, {"type": "text"}, {"type": "at"}],
-    }
-    assert bot._repair_segments(event)
-    assert event["message"][0] == {"type": "text", "data": {"text": ""}}
-    assert event["message"][1] == {"type": "text", "data": {"text": ""}}
-    assert event["message"][2] == {"type": "at"}, "only text segments are touched"
-
-
-def test_well_formed_events_are_left_alone() -> None:
-    event = {"message": [{"type": "text", "data": {"text": "hi"}}]}
-    assert not bot._repair_segments(event)
-    assert not bot._repair_segments({"message": "[CQ:at,qq=1] string format"})
-    assert not bot._repair_segments([1, 2, 3])
 
 
 def test_config_file_comes_from_the_environment_first(

@@ -1,0 +1,146 @@
+"""The frame guard in front of the adapter's receive loop: results first, events bounded, junk skipped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from nonebot.exception import WebSocketClosed
+
+from plugins.greywind.onebot_guard import FrameGuard, repair_segments
+from tests.support import onebot_events as ob
+
+
+class FakeSocket:
+    """Frames queued by the test; ``close()`` makes the next receive raise like the driver does."""
+
+    def __init__(self) -> None:
+        self.frames: asyncio.Queue[str | bytes | None] = asyncio.Queue()
+        self.request = "the request"
+
+    def feed(self, *frames: str | bytes) -> None:
+        for frame in frames:
+            self.frames.put_nowait(frame)
+
+    def close(self) -> None:
+        self.frames.put_nowait(None)
+
+    async def receive(self) -> str | bytes:
+        frame = await self.frames.get()
+        if frame is None:
+            raise WebSocketClosed(1000)
+        return frame
+
+
+def event(n: int) -> str:
+    return json.dumps(
+        ob.group_message(self_id=1, group_id=2, user_id=3, message=[ob.text(f"m{n}")], message_id=n)
+    )
+
+
+def make(
+    ws: FakeSocket, in_flight: set[Any], results: list[Any], *, limit: int = 4, max_bytes: int = 10**6
+) -> FrameGuard:
+    return FrameGuard(
+        ws,
+        in_flight=in_flight,
+        deliver_result=results.append,
+        max_events_in_flight=limit,
+        max_backlog_bytes=max_bytes,
+    )
+
+
+@pytest.mark.anyio
+async def test_events_come_through_in_order_and_results_go_straight_to_the_adapter() -> None:
+    ws, results = FakeSocket(), []
+    guard = make(ws, set(), results)
+    ws.feed(event(1), json.dumps({"status": "ok", "retcode": 0, "data": {}, "echo": "7"}), event(2))
+    first = await guard.receive()
+    second = await guard.receive()
+    assert [json.loads(first)["message_id"], json.loads(second)["message_id"]] == [1, 2]
+    assert results == [{"status": "ok", "retcode": 0, "data": {}, "echo": "7"}]
+    assert guard.request == "the request", "everything else passes through to the socket"
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_frames_that_are_not_json_are_skipped_not_fatal() -> None:
+    ws = FakeSocket()
+    guard = make(ws, set(), [])
+    ws.feed("not json {", b"\x00\xff", event(3))
+    assert json.loads(await guard.receive())["message_id"] == 3
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_events_wait_while_too_many_are_in_flight_but_results_still_arrive() -> None:
+    ws, results = FakeSocket(), []
+    in_flight: set[Any] = {object(), object()}
+    guard = make(ws, in_flight, results, limit=2)
+    ws.feed(event(4), json.dumps({"status": "ok", "retcode": 0, "data": None, "echo": "9"}))
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(guard.receive(), 0.05)
+    assert len(results) == 1, "an API result is delivered even while events wait"
+    assert guard.backlog == 1
+    in_flight.pop()
+    assert json.loads(await asyncio.wait_for(guard.receive(), 1))["message_id"] == 4
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_full_backlog_drops_the_oldest_events() -> None:
+    ws = FakeSocket()
+    in_flight: set[Any] = {object()}
+    size = len(event(10))
+    guard = make(ws, in_flight, [], limit=1, max_bytes=size * 3)
+    ws.feed(*(event(n) for n in range(10, 20)))
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(guard.receive(), 0.05)
+    assert guard.backlog == 3
+    assert guard.backlog_bytes <= size * 3
+    in_flight.clear()
+    kept = [json.loads(await guard.receive())["message_id"] for _ in range(3)]
+    assert kept == [17, 18, 19]
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_close_is_raised_after_the_waiting_events() -> None:
+    ws = FakeSocket()
+    guard = make(ws, set(), [])
+    ws.feed(event(21))
+    ws.close()
+    assert json.loads(await guard.receive())["message_id"] == 21
+    with pytest.raises(WebSocketClosed):
+        await guard.receive()
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_text_segment_without_text_is_repaired_on_the_way_in() -> None:
+    ws = FakeSocket()
+    guard = make(ws, set(), [])
+    broken = ob.group_message(
+        self_id=1, group_id=2, user_id=3, message=[ob.segment("text"), ob.text("ok")], message_id=5
+    )
+    ws.feed(json.dumps(broken))
+    assert json.loads(await guard.receive())["message"][0] == {"type": "text", "data": {"text": ""}}
+    await guard.aclose()
+
+
+def test_repair_touches_only_broken_text_segments() -> None:
+    event = {
+        "post_type": "message",
+        "message": [{"type": "text", "data": {}}, {"type": "text"}, {"type": "at"}],
+    }
+    assert repair_segments(event)
+    assert event["message"] == [
+        {"type": "text", "data": {"text": ""}},
+        {"type": "text", "data": {"text": ""}},
+        {"type": "at"},
+    ]
+    assert not repair_segments({"message": [{"type": "text", "data": {"text": "hi"}}]})
+    assert not repair_segments({"message": "[CQ:at,qq=1] string format"})
+    assert not repair_segments([1, 2, 3])
