@@ -9,6 +9,7 @@ and the driver's lifespan starts and stops it. Module map:
 * ``commands`` — superuser commands and mute words, dispatched to a ``RuntimeControl``
 * ``dispatch`` — bounded, per-chat-ordered workers in the lifespan's task group
 * ``gateway``  — the ``RuntimeGateway`` protocol, ``use_runtime(factory)``, the logging stand-in
+* ``onebot_guard`` — the adapter with a bounded event backlog in front of its receive loop
 * ``edge``     — the state of one run, tying the above together
 
 Matchers use ``block=False`` so other plugins still see every event.
@@ -19,12 +20,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nonebot import get_driver, on_message, on_notice
+from nonebot import get_adapters, get_driver, on_message, on_notice
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent, NoticeEvent
 from nonebot.plugin import PluginMetadata
 
 from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext, RuntimeGateway, use_runtime
+from plugins.greywind.onebot_guard import GuardedAdapter
 from runtime.config import config_path, load_config
 
 __all__ = ["EdgeContext", "RuntimeGateway", "current_edge", "use_runtime"]
@@ -54,7 +56,14 @@ async def _start() -> None:
     # bot.py has already validated the file; a ConfigError here (plugin loaded some other way) stops start-up.
     config = load_config(path)
     data_dir = Path(os.environ.get("GREYWIND_DATA_DIR") or DEFAULT_DATA_DIR)
-    edge = Edge(config, config_path=path, data_dir=data_dir, superusers=driver.config.superusers)
+    guarded = [a for a in get_adapters().values() if isinstance(a, GuardedAdapter)]
+    edge = Edge(
+        config,
+        config_path=path,
+        data_dir=data_dir,
+        superusers=driver.config.superusers,
+        frames=type(guarded[0]).statistics if guarded else None,
+    )
     await edge.start()
     _edge = edge
 

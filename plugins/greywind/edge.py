@@ -36,6 +36,7 @@ from plugins.greywind.convert import AddressingRules, convert_message, convert_p
 from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError, DispatcherStatistics, Job
 from plugins.greywind.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, current_factory
 from plugins.greywind.notices import apply_to_gates, interpret_notice
+from plugins.greywind.onebot_guard import FrameGuardStatistics
 from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
@@ -76,6 +77,7 @@ class EdgeStatistics:
     connected_bots: tuple[str, ...]
     dispatcher: DispatcherStatistics
     outbound: OutboundStatistics
+    frames: FrameGuardStatistics | None
 
 
 class Edge:
@@ -89,9 +91,11 @@ class Edge:
         env: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.time,
         factory: RuntimeFactory | None = None,
+        frames: Callable[[], FrameGuardStatistics] | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
+        self._frames = frames
         self.superusers = frozenset(_plain_user_id(user) for user in superusers)
         self.model_configured = model_is_configured(config, env)
         self.shadow_mode = config.bot.shadow_mode or not self.model_configured
@@ -296,6 +300,7 @@ class Edge:
             connected_bots=tuple(self._bots),
             dispatcher=self.dispatcher.statistics(),
             outbound=self.outbound.statistics(),
+            frames=self._frames() if self._frames is not None else None,
         )
 
     def status_text(self) -> str:
@@ -308,6 +313,12 @@ class Edge:
             f"已发送 {out.sent_parts} 条，影子 {out.shadow_parts} 条，发送失败 {out.failed_sends}，"
             f"限速 {out.rate.rate_per_minute:.0f}/分钟（余 {out.rate.tokens:.1f}）",
         ]
+        if stats.frames is not None:
+            frames = stats.frames
+            lines.append(
+                f"事件积压 {frames.backlog}（最多 {frames.max_backlog}），因积压丢弃 {frames.dropped}，"
+                f"非 JSON 帧 {frames.not_json}"
+            )
         closed = self.gates.closed(self.clock())
         if closed:
             lines.append("不发言：" + "，".join(f"{chat}（{v.reason}）" for chat, v in closed.items()))
@@ -327,4 +338,5 @@ def _flat(stats: EdgeStatistics) -> dict[str, object]:
         "sent_parts": stats.outbound.sent_parts,
         "shadow_parts": stats.outbound.shadow_parts,
         "jobs_failed": stats.dispatcher.failed,
+        "events_dropped": stats.frames.dropped if stats.frames is not None else 0,
     }
