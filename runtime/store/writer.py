@@ -112,6 +112,7 @@ class StoreWriter:
         self._flush_upto = 0
         self._progress = asyncio.Condition()
         self._closing = False
+        self._closing_event = asyncio.Event()
         self._closed = False
         self._running = False
         self._task: asyncio.Task[None] | None = None
@@ -237,9 +238,18 @@ class StoreWriter:
                 raise WriterError(len(batch) + self._queue.qsize(), str(exc)) from exc
             except StoreError as exc:
                 self._failure(exc, len(batch), delay)
-                if self._closing and self._give_up_at is not None and time.monotonic() >= self._give_up_at:
-                    raise WriterError(len(batch) + self._queue.qsize(), str(exc)) from exc
-                await asyncio.sleep(delay)
+                pause = delay
+                if self._closing and self._give_up_at is not None:
+                    left = self._give_up_at - time.monotonic()
+                    if left <= 0:
+                        raise WriterError(len(batch) + self._queue.qsize(), str(exc)) from exc
+                    pause = min(delay, left)  # a closing writer gives up on time, not a backoff later
+                if self._closing_event.is_set():
+                    await asyncio.sleep(pause)
+                else:
+                    # aclose() cuts a long backoff short: one more try, then backoff to the deadline.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._closing_event.wait(), pause)
                 delay = min(delay * 2, self._retry_backoff_max)
                 continue
             except Exception as exc:
@@ -273,6 +283,7 @@ class StoreWriter:
         if self._closed:
             return
         self._closing = True
+        self._closing_event.set()
         self._give_up_at = time.monotonic() + self._close_timeout
         self._wake.set()
         self._arrived.set()

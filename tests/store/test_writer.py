@@ -223,3 +223,17 @@ async def test_a_closed_store_stops_the_writer_loudly() -> None:
     with pytest.raises(WriterError, match="1 unwritten"):
         async with writer:
             await asyncio.sleep(0.05)
+
+
+async def test_close_cuts_a_long_backoff_short() -> None:
+    store = FlakyStore(fail=10_000)
+    writer = StoreWriter(store, flush_interval=0.01, retry_backoff=60.0, close_timeout=0.2)
+    await writer.put(msg(1))
+    loop = asyncio.get_running_loop()
+    async with writer:
+        await asyncio.sleep(0.05)  # the first write failed; the writer now backs off for a minute
+        started = loop.time()
+        with pytest.raises(WriterError, match="1 unwritten"):
+            await writer.aclose()
+    assert loop.time() - started < 5.0
+    await store.close()
