@@ -112,8 +112,11 @@ def context_runtime(
     recent: RecentMessages | None = None,
     profiles: ProfileProvider | None = None,
     summaries: SummaryProvider | None = None,
+    dialogue_max: int | None = None,
 ) -> ContextRuntime:
-    """Everything from a ``GreyWindConfig``; ``context_window`` is the serving model's, when known."""
+    """Everything from a ``GreyWindConfig``; ``context_window`` is the serving model's, when known.
+
+    ``dialogue_max`` overrides ``context.recent_dialogue_max`` (the memory layer's sliding window)."""
     ctx = config.context
     ids = ids or counter_ids()
     persona = PersonaSlot.from_config(config.persona)
@@ -157,7 +160,9 @@ def context_runtime(
         resolver=resolver,
         sessions=sessions,
         retrieval=retrieval,
-        settings=BuilderSettings(recent_dialogue_max=ctx.recent_dialogue_max),
+        settings=BuilderSettings(
+            recent_dialogue_max=ctx.recent_dialogue_max if dialogue_max is None else dialogue_max
+        ),
         profiles=profiles if profiles is not None else StoreProfiles(store),
         summaries=summaries
         if summaries is not None
