@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import importlib.util
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -126,11 +127,14 @@ async def _main(args: argparse.Namespace, cfg: GreyWindConfig, out: TextIO, err:
     observers: list[Observer] = [JsonLinesWriter(out), report]
     if trace is not None:
         observers.append(trace)
-    packets = PacketAssembler(cfg, directory=args.dump_packets)
-    try:
-        await run_replay(messages, settings, observers=observers, packets=packets, maintenance=maintenance)
-    finally:
-        await packets.aclose()
+    with tempfile.TemporaryDirectory(prefix="greywind-replay-") as scratch:
+        packets = await PacketAssembler.open(cfg, scratch=Path(scratch), directory=args.dump_packets)
+        try:
+            await run_replay(
+                messages, settings, observers=observers, packets=packets, maintenance=maintenance
+            )
+        finally:
+            await packets.aclose()
     out.flush()
 
     print(report.render(), file=err)

@@ -1,9 +1,11 @@
 """The packet the bot would have sent for each ``would_speak``, assembled by the Context Runtime.
 
-An in-memory store is fed with the replayed messages as the bot's store writer would feed its
-database, and :func:`runtime.context.setup.context_runtime` is built from the same config, so each
-packet is what the bot would have assembled at that moment: persona, topic thread, session dialogue
-(the conversation thread), retrieval, ... The replay has no model, so the bot's own replies are not in
+A scratch SQLite store (the bot's own backend, in a temporary directory) is fed with the replayed
+messages as the bot's store writer would feed its database (in batches, flushed before each packet:
+one transaction per would-speak rather than one per message), and
+:func:`runtime.context.setup.context_runtime` is built from the same config, so each packet is what the
+bot would have assembled at that moment: persona, topic thread, session dialogue (the conversation
+thread), retrieval, ... The replay has no model, so the bot's own replies are not in
 the store and no handoff digest is ever written by a model (the deterministic fallback is used).
 
 Prompt tokens are :class:`runtime.llm.tokens.TokenEstimator`'s estimate of the assembled messages plus
@@ -24,8 +26,9 @@ from runtime.kernel.ids import counter_ids
 from runtime.kernel.message import ChatMessage, parse_chat_id
 from runtime.llm.tokens import TokenEstimator
 from runtime.replay.engine import ActivationLine
-from runtime.store.memory import MemoryStore
+from runtime.store.protocol import Store
 from runtime.store.records import StoredMessage
+from runtime.store.sqlite import DB_FILENAME, SqliteStore
 
 __all__ = ["PacketAssembler", "PacketStatistics"]
 
@@ -48,10 +51,14 @@ def _reason(line: ActivationLine) -> BuildReason:
 
 
 class PacketAssembler:
-    """Stores the replayed messages; builds, measures and (with ``directory``) writes each packet."""
+    """Stores the replayed messages; builds, measures and (with ``directory``) writes each packet.
 
-    def __init__(self, config: GreyWindConfig, *, directory: Path | None = None) -> None:
-        self._store = MemoryStore()
+    The assembler owns ``store`` and closes it in :meth:`aclose`.
+    """
+
+    def __init__(self, config: GreyWindConfig, store: Store, *, directory: Path | None = None) -> None:
+        self._store = store
+        self._pending: list[StoredMessage] = []
         self._estimator = TokenEstimator()
         self._runtime: ContextRuntime = context_runtime(
             self._store, config, ids=counter_ids(), counter=self._estimator
@@ -64,13 +71,26 @@ class PacketAssembler:
         self._tokens = 0
         self._degraded = 0
 
-    async def note(self, message: ChatMessage, thread_id: str) -> None:
-        """A message the bot saw, stored as its store writer would store it."""
-        stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
-        await self._store.append_messages([stored])
+    @classmethod
+    async def open(
+        cls, config: GreyWindConfig, *, scratch: Path, directory: Path | None = None
+    ) -> PacketAssembler:
+        """An assembler over a fresh SQLite store in ``scratch`` (a directory the caller removes)."""
+        store = await SqliteStore.open(scratch / DB_FILENAME)
+        return cls(config, store, directory=directory)
+
+    def note(self, message: ChatMessage, thread_id: str) -> None:
+        """A message the bot saw, stored (at the next packet) as its store writer would store it."""
+        self._pending.append(StoredMessage.from_chat_message(message, thread_id=thread_id))
+
+    async def _flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            await self._store.append_messages(batch)
 
     async def assemble(self, line: ActivationLine, trigger: ChatMessage | None) -> int:
         """Build the packet for a ``would_speak``; its estimated prompt tokens."""
+        await self._flush()
         event = line.event
         chat = ChatInfo(event.chat_id, parse_chat_id(event.chat_id)[0].value)
         built, prompt = await self._runtime.prepare(

@@ -84,7 +84,7 @@ async def run_replay(
         message = source.message
         seen[(message.chat_id, message.message_id)] = message
         if packets is not None:
-            await packets.note(message, line.result.thread.thread.id)
+            packets.note(message, line.result.thread.thread.id)
         for observer in observers:
             observer.message(line)
         await emit(settled)
