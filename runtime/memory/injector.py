@@ -37,7 +37,7 @@ import structlog
 
 from runtime.context.packet import MemorySummarySlot
 from runtime.context.tokens import TokenCounter, as_counter
-from runtime.llm.errors import LLMError, RateLimitedError
+from runtime.llm.errors import FallbackExhaustedError, LLMError, RateLimitedError
 from runtime.llm.types import ChatResult
 from runtime.memory.errors import CompressionFailedError, InvalidSummaryError
 from runtime.memory.export import export_memory
@@ -119,6 +119,15 @@ class _Conversation:
     buffer: deque[StoredMessage]
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     attempts: int = 0
+    logged: int = 0  # log entries ever appended, and how many of them the export files hold
+    exported: int = 0
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The longest Retry-After a 429 asked for, looking through the router's fallback chain."""
+    causes = exc.failures if isinstance(exc, FallbackExhaustedError) else (exc,)
+    asked = [c.retry_after for c in causes if isinstance(c, RateLimitedError) and c.retry_after]
+    return max(asked, default=None)
 
 
 def _counters(record: MemorySummary | None) -> Counters:
@@ -189,6 +198,8 @@ class MemoryInjector:
             await self._save(conv, now)
         if check.reason is not None:
             self._queue(conv, now, check.reason.value)
+        if conv.exported < conv.logged:
+            await self._export(conv)  # the injections of the turn just answered
         return check
 
     async def note_session_start(self, conversation: str, *, now: float) -> TriggerCheck:
@@ -373,8 +384,9 @@ class MemoryInjector:
         async with conv.lock:
             conv.attempts += 1
             delay = min(cfg.retry_cap, cfg.retry_base * 2 ** (conv.attempts - 1))
-            if isinstance(exc, RateLimitedError) and exc.retry_after:
-                delay = max(delay, min(exc.retry_after, cfg.retry_cap))
+            asked = _retry_after(exc)
+            if asked is not None:
+                delay = max(delay, min(asked, cfg.retry_cap))
             retry_at = now + delay
             self._due[conv.key] = retry_at
             self._failures += 1
@@ -415,6 +427,7 @@ class MemoryInjector:
 
     def _log(self, conv: _Conversation, now: float, event: str, **fields: Any) -> None:
         conv.log.append({"at": iso_time(now, self.settings.utc_offset_hours), "event": event, **fields})
+        conv.logged += 1
 
     async def _load(self, key: str, record: MemorySummary | None = None) -> _Conversation:
         conv = self._conversations.get(key)
@@ -460,4 +473,5 @@ class MemoryInjector:
 
     async def _export(self, conv: _Conversation) -> None:
         if self._data_dir is not None:
+            conv.exported = conv.logged
             await export_memory(self._data_dir, conv.key, conv.document.to_json(), list(conv.log))

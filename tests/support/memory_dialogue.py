@@ -145,7 +145,7 @@ def fact_compressor(request: RecordedRequest) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- the driver
 
 
-def dialogue_config(base_url: str, **memory: Any) -> GreyWindConfig:
+def dialogue_config(base_url: str, *, timeout_ms: int = 2_000, **memory: Any) -> GreyWindConfig:
     """A config whose one model (32k window, below the 200k target) serves chat and compression."""
     provider = {
         "name": "scripted",
@@ -154,7 +154,7 @@ def dialogue_config(base_url: str, **memory: Any) -> GreyWindConfig:
         "context_window": 32_768,
         "roles": ["chat", "compression"],
         "max_retries": 0,
-        "timeout_ms": 2_000,
+        "timeout_ms": timeout_ms,
     }
     return parse_config(
         {
