@@ -18,7 +18,7 @@ from runtime.replay.database import guess_self_id
 from runtime.replay.reader import read_log
 from runtime.store.records import StoredMessage
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
-from tests.replay.helpers import CONFIG, GROUPS, activation_lines, message_lines, run_cli
+from tests.replay.helpers import CONFIG, GROUPS, Run, activation_lines, message_lines, run_cli
 
 
 async def write_store(data_dir: Path, messages: Sequence[StoredMessage]) -> None:
@@ -44,12 +44,13 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def test_replaying_the_database_gives_the_lines_of_the_log_it_holds(data_dir: Path) -> None:
+def test_replaying_the_database_gives_the_lines_of_the_log_it_holds(
+    data_dir: Path, groups_replay: tuple[Run, Path]
+) -> None:
     from_db = run_cli("--from-db", data_dir, "--config", CONFIG)
-    from_log = run_cli(GROUPS, "--config", CONFIG)
     assert from_db.code == 0, from_db.stderr
     assert from_db.stdout
-    assert from_db.stdout == from_log.stdout
+    assert from_db.stdout == groups_replay[0].stdout
 
 
 def test_another_config_changes_the_decisions(data_dir: Path, tmp_path: Path) -> None:
