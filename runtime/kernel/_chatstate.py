@@ -188,22 +188,21 @@ def choose(
     total = 0.0
     if terms and chat.postings:
         hits, total = chat.term_hits(terms)
-    newest: ThreadState | None = None
     gap = s.gap
     weight_recent = s.weight_recent
-    terms_per_hit = s.weight_terms / total if total > 0.0 else 0.0
+    # Threads are kept in order of last activity, so the walk stops at the first one past the gap.
     for rank, thread in enumerate(reversed(threads.values())):
-        if rank >= s.max_candidates or thread.last_at < horizon:
-            break
-        if newest is None:
-            newest = thread
         idle = now - thread.last_at
-        if idle <= gap:
-            add(thread.id, weight_recent * (1.0 - idle / gap) / (1 + rank), "recent")
-        if hits:
-            hit = hits.get(thread.id)
-            if hit:
-                add(thread.id, terms_per_hit * hit, "terms")
+        if rank >= s.max_candidates or idle > gap:
+            break
+        add(thread.id, weight_recent * (1.0 - idle / gap) / (1 + rank), "recent")
+    if hits:
+        per_hit = s.weight_terms / total
+        candidates = set(islice(reversed(threads), s.max_candidates))
+        for tid, hit in hits.items():
+            if tid in candidates and threads[tid].last_at >= horizon:
+                add(tid, per_hit * hit, "terms")
+    newest = next(reversed(threads.values()))
 
     score = 0.0
     if scores:
@@ -211,7 +210,7 @@ def choose(
         score = scores[tid]
         if score >= s.join_threshold:
             return threads[tid], strongest[tid][1], score
-    if newest is None or now - newest.last_at > gap:
+    if now - newest.last_at > gap:
         return None, "new", score
     if message.is_private:
         # Two people, one conversation at a time: the ADR's recency rule is right here.
