@@ -57,7 +57,8 @@ class ChatState:
     def __init__(self) -> None:
         # Live threads, least recently active first.
         self.threads: OrderedDict[str, ThreadState] = OrderedDict()
-        self.messages: OrderedDict[str, str] = OrderedDict()
+        # message id -> (thread id, sender), for replies. Oldest first.
+        self.messages: OrderedDict[str, tuple[str, str]] = OrderedDict()
         # user -> (thread id, when): where they last spoke / were last @-ed. Oldest first.
         self.speakers: dict[str, tuple[str, float]] = {}
         self.addressed: dict[str, tuple[str, float]] = {}

@@ -226,7 +226,12 @@ class ThreadTracker:
         sender = message.sender_id
 
         terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
-        target, reason, score = self._replied_thread(chat, message, now), "reply", REPLY_SCORE
+        replied = chat.messages.get(message.reply_to) if message.reply_to is not None else None
+        target, reason, score = None, "reply", REPLY_SCORE
+        if replied is not None:
+            target = chat.threads.get(replied[0])
+            if target is None:  # pruned while idle: the reply brings it back under its old id
+                target = self._revive(chat, replied[0], chat_id, now)
         if target is None:
             target, reason, score = choose(chat, message, terms, now, s)
         created = False
@@ -239,23 +244,14 @@ class ThreadTracker:
         self._reasons[reason] = self._reasons.get(reason, 0) + 1
         cap = MAX_PEOPLE
         remember(chat.speakers, sender, (target.id, now), cap)
-        for user in message.mentions:
+        # Whom the message speaks to: its @s, and the author of the message it replies to.
+        spoken_to = message.mentions if replied is None else (*message.mentions, replied[1])
+        for user in spoken_to:
             if user != sender:
                 remember(chat.addressed, user, (target.id, now), cap)
                 pair_key = (sender, user) if sender < user else (user, sender)
                 remember(chat.pairs, pair_key, (target.id, now), cap)
         return ThreadAssignment(_snapshot(target), created, reason, score)
-
-    def _replied_thread(self, chat: ChatState, message: ChatMessage, now: float) -> ThreadState | None:
-        if message.reply_to is None:
-            return None
-        tid = chat.messages.get(message.reply_to)
-        if tid is None:
-            return None
-        thread = chat.threads.get(tid)
-        if thread is None:  # pruned while idle: the reply brings it back under its old id
-            thread = self._revive(chat, tid, message.chat_id, now)
-        return thread
 
     def _absorb(
         self, chat: ChatState, thread: ThreadState, message: ChatMessage, terms: tuple[str, ...], now: float
@@ -273,7 +269,7 @@ class ThreadTracker:
         chat.threads.move_to_end(thread.id)
         chat.last_at = max(chat.last_at, now)
         messages = chat.messages
-        messages[message.message_id] = thread.id
+        messages[message.message_id] = (thread.id, message.sender_id)
         if len(messages) > s.max_messages_per_chat:
             del messages[next(iter(messages))]
 
@@ -282,7 +278,8 @@ class ThreadTracker:
     def thread_of(self, chat_id: str, message_id: str) -> str | None:
         """The thread a remembered message of ``chat_id`` went to (for reply lookup)."""
         chat = self._chats.get(chat_id)
-        return None if chat is None else chat.messages.get(message_id)
+        remembered = None if chat is None else chat.messages.get(message_id)
+        return None if remembered is None else remembered[0]
 
     def get(self, thread_id: str) -> ConversationThread | None:
         thread = self._threads.get(thread_id)

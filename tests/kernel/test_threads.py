@@ -94,6 +94,15 @@ def test_a_reply_joins_its_targets_thread_over_a_more_recent_one(group: Group) -
     assert not answer.created
 
 
+def test_the_author_of_a_replied_message_is_being_answered(group: Group) -> None:
+    question = group.say("carol", "有人用过 NAS 吗，想买一个存照片")
+    answer = group.say("dave", "群晖不错", reply_to="1", after=400)  # carol's own signal has faded
+    thanks = group.say("carol", "好的我去看看", after=30)
+    assert answer.thread_id == question.thread_id
+    assert thanks.thread_id == question.thread_id
+    assert thanks.reason == "addressed"
+
+
 def test_a_reply_to_a_pruned_thread_brings_it_back(group: Group) -> None:
     old = group.say("alice", "上周说的那本书叫什么")
     group.tracker.prune(group.now + 7_200)
