@@ -27,8 +27,8 @@ class ThreadsConfig(Section):
     # named person last spoke (mention).
     weight_mention: float = Field(default=1.2, ge=0.0, le=10.0)
     weight_pair: float = Field(default=1.5, ge=0.0, le=10.0)
-    # The speaker's own latest thread, and the thread where the speaker was last @-ed; both fade to
-    # nothing over their span, so someone back after a pause may open a new topic.
+    # The speaker's own latest thread, and the thread where the speaker was last @-ed or replied to;
+    # both fade to nothing over their span, so someone back after a pause may open a new topic.
     weight_speaker: float = Field(default=0.6, ge=0.0, le=10.0)
     weight_addressed: float = Field(default=0.4, ge=0.0, le=10.0)
     speaker_span_ms: int = Field(default=300_000, ge=1_000)

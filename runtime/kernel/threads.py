@@ -8,7 +8,8 @@ signals people use to follow a chat, and the best thread scoring ``join_threshol
 - **reply**: a reply always joins the thread of the message it quotes;
 - **mention**: an @ pulls the message towards where the two people last talked by @ (strongest)
   and towards where the named person last spoke;
-- **addressed**: someone who was @-ed in thread T and now speaks is most likely answering in T;
+- **addressed**: someone who was @-ed or replied to in thread T and now speaks is most likely
+  answering in T (a reply also counts as an exchange between the two for **mention**);
 - **speaker**: people go on with their own conversation (fading over ``speaker_span``);
 - **terms**: shared content words (CJK bigrams, ASCII words), weighted by rarity in the chat;
 - **recent**: recency within the gap, strongest for the thread that spoke last. In a group it only
