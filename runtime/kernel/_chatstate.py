@@ -155,14 +155,12 @@ def choose(
         return None, "new", 0.0
     horizon = now - s.horizon
     scores: dict[str, float] = {}
-    strongest: dict[str, tuple[float, str]] = {}
+    parts: list[tuple[float, str, str]] = []  # (value, signal, thread id), for the reason
 
     def add(tid: str, value: float, why: str) -> None:
-        if value <= 0.0 or tid not in threads:
-            return
-        scores[tid] = scores.get(tid, 0.0) + value
-        if value > strongest.get(tid, (0.0, ""))[0]:
-            strongest[tid] = (value, why)
+        if value > 0.0 and tid in threads:
+            scores[tid] = scores.get(tid, 0.0) + value
+            parts.append((value, why, tid))
 
     sender = message.sender_id
     for user in message.mentions:
@@ -185,32 +183,37 @@ def choose(
     if asked is not None and (own is None or asked[1] >= own[1]):
         add(asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed")
 
-    hits: dict[str, float] = {}
-    total = 0.0
+    gap = s.gap
+    max_candidates = s.max_candidates
+    # Threads are kept in order of last activity, so the walk stops at the first one past the gap.
+    recent = s.weight_recent / gap
+    for rank, thread in enumerate(reversed(threads.values()), 1):
+        idle = now - thread.last_at
+        if rank > max_candidates or idle >= gap:
+            break
+        value = recent * (gap - idle) / rank
+        tid = thread.id
+        scores[tid] = scores.get(tid, 0.0) + value
+        parts.append((value, "recent", tid))
     if terms and chat.postings:
         hits, total = chat.term_hits(terms)
-    gap = s.gap
-    weight_recent = s.weight_recent
-    # Threads are kept in order of last activity, so the walk stops at the first one past the gap.
-    for rank, thread in enumerate(reversed(threads.values())):
-        idle = now - thread.last_at
-        if rank >= s.max_candidates or idle > gap:
-            break
-        add(thread.id, weight_recent * (1.0 - idle / gap) / (1 + rank), "recent")
-    if hits:
-        per_hit = s.weight_terms / total
-        candidates = set(islice(reversed(threads), s.max_candidates))
-        for tid, hit in hits.items():
-            if tid in candidates and threads[tid].last_at >= horizon:
-                add(tid, per_hit * hit, "terms")
+        if hits:
+            per_hit = s.weight_terms / total
+            candidates = set(islice(reversed(threads), max_candidates))
+            for tid, hit in hits.items():
+                if tid in candidates and threads[tid].last_at >= horizon:
+                    value = per_hit * hit
+                    scores[tid] = scores.get(tid, 0.0) + value
+                    parts.append((value, "terms", tid))
     newest = next(reversed(threads.values()))
 
     score = 0.0
     if scores:
-        tid = max(scores, key=scores.__getitem__)
-        score = scores[tid]
+        best = max(scores, key=scores.__getitem__)
+        score = scores[best]
         if score >= s.join_threshold:
-            return threads[tid], strongest[tid][1], score
+            why = max(p for p in parts if p[2] == best)[1]
+            return threads[best], why, score
     if now - newest.last_at > gap:
         return None, "new", score
     if message.is_private:
