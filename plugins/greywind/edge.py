@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import structlog
@@ -144,7 +145,7 @@ class Edge:
         await task_group.__aenter__()
         self._task_group = task_group
         self.dispatcher.start(task_group)
-        await self.gateway.start(task_group)
+        await self.gateway.start(_LocalFailures(task_group))  # type: ignore[arg-type]
         log.info("edge_started", shadow_mode=self.shadow_mode, data_dir=str(self.context.data_dir))
 
     async def stop(self) -> None:
@@ -160,7 +161,10 @@ class Edge:
         task_group, self._task_group = self._task_group, None
         if task_group is not None:
             task_group.cancel_scope.cancel()
-            await task_group.__aexit__(None, None, None)
+            try:
+                await task_group.__aexit__(None, None, None)
+            except Exception:
+                log.exception("task_group_failed_at_stop")
         log.info("edge_stopped", **_flat(self.statistics()))
 
     # -- bots -----------------------------------------------------------------------------------
@@ -323,6 +327,26 @@ class Edge:
         if closed:
             lines.append("不发言：" + "，".join(f"{chat}（{v.reason}）" for chat, v in closed.items()))
         return "\n".join(lines)
+
+
+class _LocalFailures:
+    """The lifespan's task group as the runtime sees it: a background task that raises is logged and
+    ends alone, instead of cancelling the task group and with it every worker of the edge."""
+
+    def __init__(self, task_group: TaskGroup) -> None:
+        self._task_group = task_group
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._task_group, name)
+
+    def start_soon(self, func: Callable[..., Awaitable[Any]], *args: Any, name: object = None) -> None:
+        async def contained() -> None:
+            try:
+                await func(*args)
+            except Exception:
+                log.exception("background_task_failed", task=str(name or getattr(func, "__name__", func)))
+
+        self._task_group.start_soon(contained, name=name or getattr(func, "__name__", None))
 
 
 def _plain_user_id(user: str) -> str:

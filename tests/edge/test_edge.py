@@ -43,6 +43,7 @@ class RecordingGateway:
 
     async def start(self, task_group: TaskGroup) -> None:
         self.started = True
+        self.task_group = task_group
 
     async def stop(self) -> None:
         self.stopped = True
@@ -271,3 +272,19 @@ async def test_the_default_gateway_logs_and_answers_nothing(tmp_path: Path) -> N
     assert edge.gateway.statistics().addressed == 1
     assert bot.calls == []
     assert "未接入" in await edge.gateway.control.why(f"group:{GROUP}", None)
+
+
+@pytest.mark.anyio
+async def test_a_crashing_runtime_background_task_does_not_take_the_edge_down(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, _ = running
+
+    async def scheduler_loop() -> None:
+        raise RuntimeError("scheduler bug")
+
+    gateway.task_group.start_soon(scheduler_loop, name="scheduler")
+    await anyio.sleep(0.01)
+    await say(edge, 42, [ob.text("still listening?")])
+    await settle(edge)
+    assert [m.text for m in gateway.messages] == ["still listening?"]
