@@ -149,6 +149,22 @@ class OneBotPeer:
             }
         await self.post_raw(json.dumps(event, ensure_ascii=False))
 
+    async def say_in_group(self, group_id: int, user_id: int, *segments: ob.Segment | str, **kw: Any) -> int:
+        """Post a group message (a str is a text segment); returns its message id."""
+        message = [ob.text(seg) if isinstance(seg, str) else seg for seg in segments]
+        event = ob.group_message(
+            self_id=self.self_id, group_id=group_id, user_id=user_id, message=message, **kw
+        )
+        await self.post(event)
+        return int(event["message_id"])
+
+    async def say_in_private(self, user_id: int, *segments: ob.Segment | str, **kw: Any) -> int:
+        """Post a private message (a str is a text segment); returns its message id."""
+        message = [ob.text(seg) if isinstance(seg, str) else seg for seg in segments]
+        event = ob.private_message(self_id=self.self_id, user_id=user_id, message=message, **kw)
+        await self.post(event)
+        return int(event["message_id"])
+
     async def post_raw(self, frame: str | bytes) -> None:
         """Send a frame as is (malformed input tests)."""
         assert self._ws is not None, "not connected"

@@ -135,7 +135,7 @@ async def test_superuser_can_ask_for_status_in_private_even_in_shadow_mode(tmp_p
     with BotProcess(tmp_path, env={"SUPERUSERS": f'["{ADMIN}"]'}) as bot:
         async with OneBotPeer(bot.ws_url, self_id=SELF_ID) as peer:
             await bot.await_log("bot_connected")
-            await peer.post(ob.private_message(self_id=SELF_ID, user_id=ADMIN, message=[ob.text("/status")]))
+            await peer.say_in_private(ADMIN, "/status")
             call = await peer.wait_for_call("send_private_msg")
             assert call.params["user_id"] == ADMIN
             assert "影子模式" in call.text
