@@ -16,7 +16,7 @@ Printed:
   another group: planted memories found there (leaks) must be 0.
 
     .venv/bin/python bench/context.py [--backend sqlite|memory] [--messages 100000] [--memories 10000]
-                                      [--groups 20] [--turns 300] [--seed 7]
+                                      [--groups 20] [--turns 300] [--seed 7] [--db FILE]
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def row(name: str, times: Sequence[float]) -> str:
     )
 
 
-async def fill(store: Store, messages: int, memories: int, groups: int, seed: int) -> list[StoredMessage]:
+def make_messages(messages: int, groups: int, seed: int) -> list[StoredMessage]:
     lexbench = _load_lexicon_bench()
     rng = random.Random(seed)
     texts = lexbench.realistic_messages(messages, seed)
@@ -123,6 +123,12 @@ async def fill(store: Store, messages: int, memories: int, groups: int, seed: in
                 from_self=rng.random() < 0.05,
             )
         )
+    return stored
+
+
+async def fill(store: Store, stored: list[StoredMessage], memories: int, groups: int, seed: int) -> None:
+    lexbench = _load_lexicon_bench()
+    rng = random.Random(seed + 2)
     started = time.perf_counter()
     for i in range(0, len(stored), 5_000):
         await store.append_messages(stored[i : i + 5_000])
@@ -146,7 +152,6 @@ async def fill(store: Store, messages: int, memories: int, groups: int, seed: in
         )
     planted = len({c for _, _, c in FIXTURE})
     print(f"; {memories:,} memories + {planted} planted in {time.perf_counter() - started:.1f} s")
-    return stored
 
 
 def as_chat_message(m: StoredMessage) -> ChatMessage:
@@ -233,11 +238,15 @@ async def bench_recall(store: Store) -> None:
 
 
 async def run(args: argparse.Namespace, directory: Path) -> None:
-    store: Store = (
-        MemoryStore() if args.backend == "memory" else await SqliteStore.open(directory / DB_FILENAME)
-    )
+    path = Path(args.db) if args.db else directory / DB_FILENAME
+    reuse = args.backend == "sqlite" and path.exists()
+    store: Store = MemoryStore() if args.backend == "memory" else await SqliteStore.open(path)
     try:
-        stored = await fill(store, args.messages, args.memories, args.groups, args.seed)
+        stored = make_messages(args.messages, args.groups, args.seed)
+        if reuse:
+            print(f"fill: reusing {path} (made with the same --messages/--memories/--groups/--seed)")
+        else:
+            await fill(store, stored, args.memories, args.groups, args.seed)
         await bench_recall(store)
         await bench_latency(store, stored, args.turns, args.seed)
     finally:
@@ -254,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=20)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--db", help="SQLite file to fill once and reuse on later runs (default: a temp file)"
+    )
     args = parser.parse_args(argv)
     warm_up()
     with tempfile.TemporaryDirectory(prefix="greywind-bench-") as tmp:

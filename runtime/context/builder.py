@@ -16,21 +16,22 @@ the resolver) is logged and left out of the packet, which is still built (seed Â
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict, deque
-from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 import structlog
 
+from runtime.context._gather import gather
 from runtime.context.handoffs import handoff_slot
 from runtime.context.packet import (
     ContextPacket,
     DialogueTurn,
     MemorySummarySlot,
     PersonaSlot,
-    RetrievedSlot,
     ScreenContext,
     SessionSlot,
     ThreadSlot,
@@ -218,9 +219,11 @@ class ContextBuilder:
         self._by_reason: Counter[str] = Counter()
         self._degraded = 0
 
-    async def _try(self, part: str, work: Awaitable[T], failed: list[str], chat_id: str) -> T | None:
+    async def _try(
+        self, part: str, work: Awaitable[T] | Callable[[], Awaitable[T]], failed: list[str], chat_id: str
+    ) -> T | None:
         try:
-            return await work
+            return await (work() if callable(work) else work)
         except Exception as exc:  # one failing part degrades the packet; it never loses the turn
             failed.append(part)
             log.warning("context_part_failed", part=part, chat_id=chat_id, error=repr(exc))
@@ -268,42 +271,41 @@ class ContextBuilder:
                     "handoff", self._sessions.handoffs.for_session(session), failed, chat_id
                 )
 
-        dialogue = (
-            await self._try(
-                "dialogue", self._dialogue(chat_id, trigger, conversation_thread_id, thread), failed, chat_id
-            )
-            or ()
-        )
-        thread_slot = (
-            await self._try("tasks", self._thread_slot(thread), failed, chat_id)
-            if thread is not None
-            else None
-        )
-        exclude = frozenset(t.message_id for t in dialogue if t.message_id) | (
-            {trigger.message_id} if trigger is not None else set()
-        )
-        retrieved: tuple[RetrievedSlot, ...] = ()
+        # Everything below reads independent parts: side by side, each failing alone.
+        thread_id = thread.id if thread is not None else None
+        calls: dict[str, Callable[[], Awaitable[Any]]] = {
+            "dialogue": functools.partial(self._dialogue, chat_id, trigger, conversation_thread_id, thread),
+            "tasks": functools.partial(self._thread_slot, thread),
+            "input": functools.partial(self._input, trigger, cue, now),
+        }
+        if session is not None and handoff is None:
+            calls["handoff"] = functools.partial(self._sessions.handoffs.for_session, session)
         if self._retrieval is not None and text.strip():
             query = RetrievalQuery(
                 chat_id=chat_id,
                 text=text,
                 now=now,
                 conversation_thread_id=conversation_thread_id,
-                topic_thread_id=thread.id if thread is not None else None,
+                topic_thread_id=thread_id,
                 sender_id=trigger.sender_id if trigger is not None else None,
-                exclude_message_ids=exclude,
+                exclude_message_ids=frozenset({trigger.message_id}) if trigger is not None else frozenset(),
             )
-            retrieved = await self._try("retrieval", self._retrieval.retrieve(query), failed, chat_id) or ()
-        profile = None
+            calls["retrieval"] = functools.partial(self._retrieval.retrieve, query)
         if self._profiles is not None and trigger is not None and not trigger.from_self:
-            profile = await self._try(
-                "profile", self._profiles.profile(trigger.sender_id, chat_id), failed, chat_id
-            )
-        summary = None
+            calls["profile"] = functools.partial(self._profiles.profile, trigger.sender_id, chat_id)
         if self._summaries is not None:
-            summary = await self._try(
-                "summary", self._summaries.summary(chat_id, thread.id if thread else None), failed, chat_id
-            )
+            calls["summary"] = functools.partial(self._summaries.summary, chat_id, thread_id)
+        names = list(calls)
+        results = await gather([functools.partial(self._try, n, calls[n], failed, chat_id) for n in names])
+        got = dict(zip(names, results, strict=True))
+        dialogue: tuple[DialogueTurn, ...] = got["dialogue"] or ()
+        thread_slot: ThreadSlot | None = got["tasks"]
+        handoff = handoff or got.get("handoff")
+        # Retrieval ran beside the dialogue: drop what the dialogue already shows.
+        shown = {f"{chat_id}/{t.message_id}" for t in dialogue}
+        retrieved = tuple(r for r in got.get("retrieval") or () if r.source_id not in shown)
+        profile: UserProfileSlot | None = got.get("profile")
+        summary: MemorySummarySlot | None = got.get("summary")
 
         if session is not None and trigger is not None:
             line = f"{trigger.sender_name or trigger.sender_id}: {trigger.text}"
@@ -322,7 +324,7 @@ class ContextBuilder:
             else self._bare_session(chat, dialogue),
             handoff=handoff_slot(handoff) if handoff is not None else None,
             retrieved=retrieved,
-            user_input=await self._input(trigger, cue, now, dialogue),
+            user_input=self._without_quote_in(got["input"], dialogue),
             user_profile=profile,
             memory_summary=summary,
             conversation_thread_id=conversation_thread_id,
@@ -454,17 +456,24 @@ class ContextBuilder:
             session_id="", state="active", recent_dialogue=dialogue, screen_context=chat.screen()
         )
 
-    async def _input(
-        self, trigger: ChatMessage | None, cue: str | None, now: float, dialogue: tuple[DialogueTurn, ...]
+    @staticmethod
+    def _without_quote_in(
+        user_input: UserInputSlot | None, dialogue: tuple[DialogueTurn, ...]
     ) -> UserInputSlot | None:
+        """The quoted message need not be attached when the dialogue already shows it."""
+        if user_input is None or user_input.attached_context is None or user_input.message_id is None:
+            return user_input
+        quoted = user_input.attached_context_id
+        if quoted is not None and quoted in {t.message_id for t in dialogue}:
+            return replace(user_input, attached_context=None, attached_context_id=None)
+        return user_input
+
+    async def _input(self, trigger: ChatMessage | None, cue: str | None, now: float) -> UserInputSlot | None:
         if trigger is None:
             return UserInputSlot(raw_text=cue, input_type="proactive", timestamp=now) if cue else None
         attached = None
-        if trigger.reply_to is not None and trigger.reply_to not in {t.message_id for t in dialogue}:
-            try:
-                quoted = await self._store.get_message(trigger.chat_id, trigger.reply_to)
-            except Exception:
-                quoted = None
+        if trigger.reply_to is not None:
+            quoted = await self._store.get_message(trigger.chat_id, trigger.reply_to)
             if quoted is not None:
                 attached = f"{quoted.sender_name or quoted.sender_id}: {quoted.text}"
         return UserInputSlot(
@@ -472,6 +481,7 @@ class ContextBuilder:
             input_type="text",
             timestamp=trigger.time,
             attached_context=attached,
+            attached_context_id=trigger.reply_to if attached is not None else None,
             sender_id=trigger.sender_id,
             sender_name=trigger.sender_name,
             message_id=trigger.message_id,

@@ -211,6 +211,8 @@ class UserInputSlot:
     input_type: str = "text"
     timestamp: float = 0.0
     attached_context: str | None = None
+    # The message id the attached context quotes, when it is a reply (not rendered).
+    attached_context_id: str | None = None
     sender_id: str = ""
     sender_name: str = ""
     message_id: str | None = None

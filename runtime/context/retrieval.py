@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-import anyio
 import numpy as np
 import structlog
 
+from runtime.context._gather import gather
 from runtime.context.lexical import lexical_score, query_terms
 from runtime.context.packet import RetrievedSlot
 from runtime.store.protocol import MemoryScope, Store
@@ -82,7 +82,7 @@ class RetrievalSettings:
     per_source: int = 6
     # Words searched one by one: each is a full-text query, and message searches cost the most.
     keywords_max: int = 3
-    message_keywords_max: int = 2
+    message_keywords_max: int = 1
     embedding_model: str | None = None
     min_cosine: float = 0.3
     # Messages of *other* conversations younger than this are left out: a conversation going on beside
@@ -131,22 +131,6 @@ def _keywords(terms: tuple[str, ...], limit: int) -> tuple[str, ...]:
     longer = [t for t in terms if len(t) >= 2]
     chosen = longer or list(terms)
     return tuple(sorted(dict.fromkeys(chosen), key=len, reverse=True)[:limit])
-
-
-T = TypeVar("T")
-
-
-async def _gather(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Run store queries side by side (they queue on the backend together); results in order."""
-    results: list[T | None] = [None] * len(calls)
-
-    async def run(index: int, call: Callable[[], Awaitable[T]]) -> None:
-        results[index] = await call()
-
-    async with anyio.create_task_group() as group:
-        for index, call in enumerate(calls):
-            group.start_soon(run, index, call)
-    return results  # type: ignore[return-value]
 
 
 def _coverage(keywords: tuple[str, ...], matched: set[str]) -> float:
@@ -206,7 +190,7 @@ class RetrievalEngine:
                 found[key] = _Candidate(slot, source)
 
         if keywords:
-            await _gather(
+            await gather(
                 [
                     functools.partial(self._search_memories, query, keywords, scopes, offer),
                     functools.partial(self._search_messages, query, keywords, offer),
@@ -248,7 +232,7 @@ class RetrievalEngine:
         matched: dict[str, set[str]] = {}
         memories: dict[str, Memory] = {}
         limit = self._settings.per_source
-        results = await _gather(
+        results = await gather(
             [functools.partial(self._store.search_memories, k, scopes=scopes, limit=limit) for k in keywords]
         )
         for keyword, hits in zip(keywords, results, strict=True):
@@ -279,7 +263,7 @@ class RetrievalEngine:
         searched = keywords[: self._settings.message_keywords_max]
         limit = self._settings.per_source
         chats = (query.chat_id,)
-        results = await _gather(
+        results = await gather(
             [functools.partial(self._store.search_messages, k, chat_ids=chats, limit=limit) for k in searched]
         )
         for keyword, hits in zip(searched, results, strict=True):

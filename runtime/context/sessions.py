@@ -191,9 +191,10 @@ class SessionManager:
                 if now - current.updated_at <= self._settings.idle_timeout:
                     resumed = current.state is not SessionState.ACTIVE
                     changes: dict[str, Any] = {}
-                    if screen_context is not None:
+                    if screen_context is not None and dict(screen_context) != current.screen_context:
                         changes["screen_context"] = dict(screen_context)
-                    current = await self._move(current, SessionState.ACTIVE, now, **changes)
+                    if resumed or changes:  # an active session on the same surface needs no write
+                        current = await self._move(current, SessionState.ACTIVE, now, **changes)
                     self._counts["resumed" if resumed else "reused"] += 1
                     return OpenedSession(current, created=False, resumed=resumed)
                 closed_previous = await self._close(current, now=now, reason=CloseReason.IDLE)

@@ -228,3 +228,17 @@ async def test_a_reply_quotes_its_target_when_it_is_not_in_the_dialogue(store: S
     )
     assert built.packet.user_input.attached_context == "名u5: 明天十点开会"
     assert prompt.as_messages()[-1]["content"].startswith("（引用：名u5: 明天十点开会）")
+
+
+@pytest.mark.asyncio
+async def test_a_reply_to_a_message_already_in_the_dialogue_is_not_quoted_twice(store: Store) -> None:
+    rt = runtime(store)
+    first = msg(G1, "q1", "u5", "明天十点开会", 0.0)
+    await store_msg(store, first, "th-1")
+    trigger = msg(G1, "m1", "u1", "灰风这个会要准备什么", 10.0, reply_to="q1", addressed=True)
+    built, prompt = await rt.prepare(
+        trigger, chat=G1, now=10.0, reason="forced", conversation_thread_id="th-1"
+    )
+    assert [t.message_id for t in built.packet.session.recent_dialogue] == ["q1"]
+    assert built.packet.user_input.attached_context is None
+    assert sum("明天十点开会" in m["content"] for m in prompt.as_messages()) == 1
