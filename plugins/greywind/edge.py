@@ -41,21 +41,25 @@ from plugins.greywind.onebot_guard import FrameGuardStatistics
 from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
+from runtime.llm.errors import NotConfiguredError
+from runtime.llm.router import apply_env_overrides
 
 __all__ = ["Edge", "EdgeStatistics", "model_hint", "model_is_configured"]
 
 log = structlog.get_logger("greywind.edge")
 
-LLM_ENV = ("GREYWIND_LLM_BASE_URL", "GREYWIND_LLM_MODEL")
 STOP_GRACE_SECONDS = 5.0
 
 
 def model_is_configured(config: GreyWindConfig, env: Mapping[str, str] | None = None) -> bool:
-    """A chat model is reachable: the GREYWIND_LLM_* pair is set, or a provider has the chat role."""
+    """A chat model can be called: the model router, given the GREYWIND_LLM_* variables, finds a
+    provider with the chat role (the same rule the runtime applies when it builds its router)."""
     env = os.environ if env is None else env
-    if all(env.get(name, "").strip() for name in LLM_ENV):
-        return True
-    return any("chat" in provider.roles for provider in config.models.providers)
+    try:
+        models = apply_env_overrides(config.models, env)
+    except NotConfiguredError:
+        return False
+    return any("chat" in provider.roles for provider in models.providers)
 
 
 def model_hint(config_path: Path) -> str:
