@@ -204,3 +204,30 @@ async def test_shadow_mode_from_config_holds_even_with_a_model(
         )
         await bot.await_log("shadow_send")
         assert peer.sends() == []
+
+
+async def test_notices_ban_lift_poke_and_recall(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    bot = start_bot(model=openai_server, env={"SUPERUSERS": f'["{ADMIN}"]'})
+    async with OneBotPeer(bot.ws_url, self_id=SELF_ID) as peer:
+        await bot.await_log("bot_connected")
+        await peer.post(ob.group_ban(self_id=SELF_ID, group_id=GROUP, user_id=SELF_ID, duration=600))
+        await bot.await_log("notice", lambda r: r.get("kind") == "BotMuted")
+        await peer.say_in_group(GROUP, ADMIN, "/status")
+        await bot.await_log("send_refused", lambda r: r.get("reason") == "muted")
+        assert peer.sends() == [], "nothing goes to a group that banned the bot"
+
+        await peer.post(ob.group_ban(self_id=SELF_ID, group_id=GROUP, user_id=SELF_ID, duration=0, lift=True))
+        await bot.await_log("notice", lambda r: r.get("kind") == "BotUnmuted")
+        await peer.say_in_group(GROUP, ADMIN, "/status")
+        call = await peer.wait_for_call("send_group_msg")
+        assert call.params["group_id"] == GROUP
+
+        await peer.post(ob.poke(self_id=SELF_ID, user_id=42, target_id=SELF_ID, group_id=GROUP))
+        (poked,) = await bot.await_log("message", lambda r: str(r.get("message_id", "")).startswith("poke-"))
+        assert poked["addressed"] is True
+
+        said = await peer.say_in_group(GROUP, 42, "发错了")
+        await peer.post(ob.group_recall(self_id=SELF_ID, group_id=GROUP, user_id=42, message_id=said))
+        await bot.await_log("notice", lambda r: r.get("kind") == "Recalled")
