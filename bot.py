@@ -81,7 +81,11 @@ def main() -> int:
     driver = nonebot.get_driver()
     nonebot.load_plugin("plugins.greywind")
     # Imported after the plugin is loaded: importing a plugin's module first would bypass NoneBot's loader.
+    from plugins.greywind.gateway import use_runtime
     from plugins.greywind.onebot_guard import GuardedAdapter
+    from runtime.app import build_runtime
+
+    use_runtime(build_runtime)
 
     GuardedAdapter.configure(
         max_events_in_flight=config.bot.max_events_in_flight,

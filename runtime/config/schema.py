@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runtime.config._base import Section
+from runtime.config.app import AppConfig
 from runtime.config.bot import BotConfig, OutboundConfig
 from runtime.config.context import ContextConfig
 from runtime.config.episodes import EpisodesConfig
@@ -31,3 +32,4 @@ class GreyWindConfig(Section):
     episodes: EpisodesConfig = EpisodesConfig()
     life: LifeConfig = LifeConfig()
     store: StoreConfig = StoreConfig()
+    runtime: AppConfig = AppConfig()

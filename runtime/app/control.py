@@ -1,0 +1,256 @@
+"""The admin commands and mute words, answered by the runtime (``RuntimeControl``).
+
+* ``status`` — per chat: budget (speeches in window, next allowed), queue (pending activations),
+  conversation threads, open sessions, tokens today; for the whole bot: the edge's lines, episodes,
+  the loop's alarm, chats with most tokens today.
+* ``why`` — the attention score, decision and reasons of a message (by id, else the chat's latest),
+  from a bounded map of recent ingest results per chat.
+* ``mute`` / ``unmute`` — a quiet period: the edge has already closed or opened the send gate (so
+  nothing, forced or not, is sent there); the runtime keeps it across restarts and withdraws the
+  chat's pending non-forced activations, so no model call is spent on words that cannot be said.
+* ``lexicon list|add|pin|suppress`` — the chat's group key of the dynamic lexicon.
+* ``persona reload`` — re-reads ``[persona]`` from the config file; a bad value is refused with the
+  key named and the running persona kept.
+* ``bind`` — binds the chat to a topic thread (an id, or a title: a new thread is made), with its
+  vision, through the context's ThreadResolver.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import structlog
+
+from runtime.config import ConfigError, load_config
+from runtime.context.packet import PersonaSlot
+from runtime.kernel.events import EventState
+from runtime.kernel.kernel import PERSONA_KEY
+from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
+from runtime.store.records import OPEN_SESSION_STATES
+
+if TYPE_CHECKING:
+    from runtime.app.runtime import Runtime
+
+__all__ = ["Control"]
+
+log = structlog.get_logger("greywind.control")
+
+_WAITING = (EventState.SCHEDULED, EventState.SNOOZED)
+LEXICON_LIST_MAX = 30
+
+
+def _ago(now: float, when: float | None) -> str:
+    if when is None:
+        return "从未"
+    seconds = max(0, int(now - when))
+    return f"{seconds} 秒前" if seconds < 120 else f"{seconds // 60} 分钟前"
+
+
+class Control:
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+
+    # -- status / why -----------------------------------------------------------------------------
+
+    async def status(self, chat_id: str | None) -> str:
+        rt = self._rt
+        now = rt.clock()
+        head = f"灰风在线（{'影子模式：只看不说' if rt.edge.shadow_mode else '正常发言'}）"
+        if not rt.model_ready:
+            head += "；未配置模型"
+        if chat_id is None:
+            return "\n".join(part for part in (head, rt.edge.edge_status(), self._overview(now)) if part)
+        return "\n".join((head, await self._chat_status(chat_id, now)))
+
+    def _overview(self, now: float) -> str:
+        rt = self._rt
+        loop = rt.loop.statistics()
+        driver = rt.driver.statistics()
+        kernel = rt.kernel.statistics()
+        ledger = rt.router.ledger
+        today = ledger.day_of(now)
+        lines = [
+            f"内核：收到 {kernel.ingested} 条，待激活 {kernel.scheduler.pending}，"
+            f"等待中的回合 {rt.room.statistics().waiting}",
+            f"回合：{driver.episodes} 次（回复 {driver.replied}，等待 {driver.waiting}，模型失败 "
+            f"{driver.model_failures}），进行中 {loop.running}",
+            f"今日 token：{ledger.day_total(today)}",
+        ]
+        return "\n".join(lines)
+
+    async def _chat_status(self, chat_id: str, now: float) -> str:
+        rt = self._rt
+        actor = rt.kernel.budgets.get(chat_id)
+        if actor is None:
+            budget = "本窗口尚未发言"
+        else:
+            stats = actor.statistics(now)
+            verdict = actor.peek(now)
+            budget = (
+                f"本窗口发言 {stats.normal_in_window}（被点名 {stats.forced_in_window}），上次 "
+                f"{_ago(now, stats.last_speech_at)}；"
+                + ("现在可以主动发言" if verdict.allowed else f"暂不主动发言（{verdict.reason}）")
+            )
+        queue = rt.kernel.events.list(chat_id=chat_id, states=_WAITING)
+        threads = rt.kernel.threads.recent(chat_id, now, limit=50)
+        sessions = await rt.store.list_sessions(chat_id=chat_id, states=OPEN_SESSION_STATES)
+        ledger = rt.router.ledger
+        used = ledger.used(chat_id, ledger.day_of(now))
+        remaining = ledger.remaining(chat_id, ledger.day_of(now))
+        tokens = f"{used}" + (f"（余 {remaining}）" if remaining is not None else "")
+        gate = rt.outbound.gate(chat_id)
+        lines = [
+            f"{chat_id}：",
+            f"预算：{budget}",
+            f"队列：{len(queue)} 个待激活（" + "，".join(sorted({e.kind for e in queue})) + "）"
+            if queue
+            else "队列：空",
+            f"对话线程：{len(threads)}；会话：{len(sessions)} 个未关闭",
+            f"今日 token：{tokens}",
+        ]
+        if not gate.open:
+            lines.append(f"不发言：{gate.reason}")
+        return "\n".join(lines)
+
+    async def why(self, chat_id: str, message_id: str | None) -> str:
+        result = self._rt.why.get(chat_id, message_id)
+        if result is None:
+            which = f"消息 {message_id}" if message_id else "最近的消息"
+            return f"{chat_id} 里找不到{which}的记录（只保留每个聊天最近 {self._rt.app.why_per_chat} 条）。"
+        attention = result.attention
+        event = self._rt.kernel.events.get(result.event.id) or result.event
+        skip = event.payload.get("skip_reason")
+        lines = [
+            f"消息 {result.message.message_id}（{result.message.sender_name or result.message.sender_id}）：",
+            f"注意力 {attention.score:.2f} → {attention.decision.value}；处理：{result.action.value}"
+            f"（{result.reason}）",
+            "理由：" + ("；".join(attention.reasons) if attention.reasons else "无"),
+            f"事件 {event.id}：{event.state.value}" + (f"（{skip}）" if skip else ""),
+        ]
+        if result.keyword_hits:
+            lines.append("关键词：" + "，".join(dict.fromkeys(hit.term for hit in result.keyword_hits)))
+        return "\n".join(lines)
+
+    # -- quiet periods ----------------------------------------------------------------------------
+
+    async def mute(self, chat_id: str, until: float | None, *, by: str, reason: str) -> str:
+        rt = self._rt
+        now = rt.clock()
+        rt.quiet[chat_id] = until
+        rt.outbound.gates.quiet(chat_id, until)  # the edge did this too; harmless, and covers direct calls
+        rt.persistence.save_quiet(self._live_quiet(now))
+        withdrawn = 0
+        for event in rt.kernel.events.list(chat_id=chat_id, states=_WAITING):
+            # Reminders and waiting episodes keep their place; they check the gate when they fire.
+            if event.kind == "message" and rt.kernel.cancel(event.id, now, reason="quiet period"):
+                withdrawn += 1
+        log.info("quiet_started", chat_id=chat_id, until=until, by=by, reason=reason, withdrawn=withdrawn)
+        if reason == "mute_word":
+            return ""  # asked to be quiet: the quietest acknowledgement is none
+        if until is None:
+            return f"好，{chat_id} 里我先不说话，直到 /unmute。"
+        minutes = max(1, round((until - now) / 60))
+        return f"好，{chat_id} 里我安静 {minutes} 分钟。"
+
+    async def unmute(self, chat_id: str, *, by: str, reason: str) -> str:
+        rt = self._rt
+        had = rt.quiet.pop(chat_id, "none") != "none"
+        rt.outbound.gates.unquiet(chat_id)
+        rt.persistence.save_quiet(self._live_quiet(rt.clock()))
+        log.info("quiet_lifted", chat_id=chat_id, by=by, reason=reason, had=had)
+        return "" if reason == "phrase" else f"{chat_id} 已解除安静。"
+
+    def _live_quiet(self, now: float) -> dict[str, float | None]:
+        quiet = self._rt.quiet
+        for chat in [c for c, until in quiet.items() if until is not None and until <= now]:
+            del quiet[chat]
+        return dict(quiet)
+
+    # -- lexicon ----------------------------------------------------------------------------------
+
+    async def lexicon_list(self, chat_id: str) -> str:
+        lexicon = self._rt.kernel.lexicon
+        key = LexiconKey(LexiconScope.GROUP, chat_id)
+        terms = sorted(lexicon.terms(key), key=lambda t: (-t.weight, t.text))
+        if not terms:
+            return f"{chat_id} 的词表还是空的。"
+        marks = {TermStatus.PINNED: "📌", TermStatus.SUPPRESSED: "🚫"}
+        shown = [f"{marks.get(t.status, '')}{t.text}({t.weight:.2f})" for t in terms[:LEXICON_LIST_MAX]]
+        more = f" …共 {len(terms)} 个" if len(terms) > LEXICON_LIST_MAX else ""
+        return f"{chat_id} 词表：" + "，".join(shown) + more
+
+    async def lexicon_add(self, chat_id: str, term: str, weight: float | None) -> str:
+        lexicon = self._rt.kernel.lexicon
+        key = LexiconKey(LexiconScope.GROUP, chat_id)
+        try:
+            added = lexicon.add(key, term, now=self._rt.clock(), source="admin", weight=weight)
+        except Exception as exc:  # the lexicon's own refusal (too long, empty after normalising)
+            return f"加不进去：{exc}"
+        return f"已加入 {chat_id} 词表：{getattr(added, 'text', term)}"
+
+    async def lexicon_pin(self, chat_id: str, term: str) -> str:
+        lexicon = self._rt.kernel.lexicon
+        key = LexiconKey(LexiconScope.GROUP, chat_id)
+        pinned = lexicon.pin(key, term)
+        if pinned is None:
+            try:
+                lexicon.add(key, term, now=self._rt.clock(), source="admin", status=TermStatus.PINNED)
+            except Exception as exc:
+                return f"钉不住：{exc}"
+        return f"已钉住：{term}（不会衰减）"
+
+    async def lexicon_suppress(self, chat_id: str, term: str) -> str:
+        lexicon = self._rt.kernel.lexicon
+        key = LexiconKey(LexiconScope.GROUP, chat_id)
+        try:
+            lexicon.suppress(key, term, now=self._rt.clock())
+        except Exception as exc:
+            return f"屏蔽失败：{exc}"
+        return f"已屏蔽：{term}（不再匹配，也不再学习）"
+
+    # -- persona / bind ---------------------------------------------------------------------------
+
+    async def persona_reload(self) -> str:
+        rt = self._rt
+        try:
+            fresh = load_config(rt.edge.config_path)
+        except ConfigError as exc:
+            return f"人格没有重载：{exc}"
+        persona = fresh.persona
+        if persona == rt.config.persona:
+            return "人格配置没有变化。"
+        rt.config = rt.config.model_copy(update={"persona": persona})
+        rt.names = (persona.name, *persona.aliases)
+        rt.context.builder._persona = PersonaSlot.from_config(persona)
+        now = rt.clock()
+        names = [n for n in rt.names if len(n.strip()) >= 2]
+        if names:
+            for old in rt.kernel.lexicon.terms(PERSONA_KEY):
+                rt.kernel.lexicon.remove(PERSONA_KEY, old.text)
+            rt.kernel.lexicon.add(
+                PERSONA_KEY, names[0], now=now, aliases=names[1:], source="persona", status=TermStatus.PINNED
+            )
+        log.info("persona_reloaded", name=persona.name)
+        return f"人格已重载：{persona.name}（新对话起生效；@ 与称呼识别沿用启动时的名字）"
+
+    async def bind(self, chat_id: str, thread: str, vision: str | None) -> str:
+        rt = self._rt
+        now = rt.clock()
+        resolver = rt.context.resolver
+        existing = await rt.store.get_topic_thread(thread)
+        if existing is None:
+            made = await resolver.create(
+                chat_id, thread, now=now, vision={"origin_goal": vision} if vision else None, bind=True
+            )
+            return f"已把 {chat_id} 绑定到新主题「{made.title}」（{made.id}）" + (
+                f"，愿景：{vision}" if vision else ""
+            )
+        bound = await resolver.bind(chat_id, existing.id, now=now)
+        if vision:
+            from dataclasses import replace
+
+            bound = replace(bound, vision={**bound.vision, "origin_goal": vision}, updated_at=now)
+            await rt.store.upsert_topic_thread(bound)
+        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return f"已把 {chat_id} 绑定到主题「{bound.title}」（{bound.id}，{stamp}）"

@@ -1,0 +1,407 @@
+"""Driving one episode for a ready activation (the recipe of ``runtime.episodes``' docstring).
+
+By the activation's kind:
+
+* ``message`` — someone's message crossed the threshold or addressed the bot: a new episode on it;
+* ``episode_resume`` — a waiting episode's time came: the waiting room hands it back with the news;
+* ``reminder`` — a ``schedule_message`` reminder: its stored text is sent as it is, with no model call.
+  The model already wrote that text when it was asked; calling it again could only change or drop
+  what the user was promised, and would cost a call for nothing;
+* anything else (``proactive`` from the LifeDirector ...) — a proactive episode with the proposal's cue.
+
+Before any model work: the chat's send gate (a platform ban or a quiet period: nothing is sent, so
+nothing is deliberated), a configured model, the chat's daily token cap (forced replies pass), and for
+proactive wakes the director's "still live, not quiet hours". Only then is the context packet built —
+here and nowhere else — and the model asked through :class:`~runtime.app.reasoner.ModelReasoner`.
+
+Outcomes: ``replied`` -> Outbound send (gates, splitting, rate limit, one retry) -> speech recorded
+(budget and store) -> the session records the reply -> the memory injector counts a round;
+``waiting`` -> parked in the waiting room; a model failure on a forced activation -> the graceful
+message, at most once per chat per ``graceful_cooldown_ms``; anything else -> skipped with its reason.
+The kernel event is always finished and the episode always stored, whatever happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+
+from runtime.app.reasoner import ModelReasoner
+from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
+from runtime.episodes import RESUME_KIND, Episode, OutcomeKind, episode_id_of, run_episode
+from runtime.episodes.persist import to_store_record, tool_call_records
+from runtime.kernel.errors import KernelError
+from runtime.kernel.events import BotEvent, EventState
+from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
+from runtime.kernel.outcomes import Activation, ActivationOutcome
+from runtime.store.records import SpeechRecord, StoredMessage
+
+if TYPE_CHECKING:
+    from runtime.app.runtime import Runtime
+
+__all__ = ["MESSAGE_KIND", "REMINDER_KIND", "DriverStatistics", "EpisodeDriver"]
+
+log = structlog.get_logger("greywind.episode")
+
+MESSAGE_KIND = "message"
+REMINDER_KIND = "reminder"
+PERMISSIONS = ("chat",)
+
+
+@dataclass(frozen=True, slots=True)
+class DriverStatistics:
+    episodes: int
+    replied: int
+    waiting: int
+    skipped: int
+    model_failures: int
+    graceful_sent: int
+    reminders_sent: int
+    gated: int
+    no_model: int
+
+
+class EpisodeDriver:
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        self._graceful_at: dict[str, float] = {}
+        self._counts = dict.fromkeys(
+            (
+                "episodes",
+                "replied",
+                "waiting",
+                "skipped",
+                "model_failures",
+                "graceful_sent",
+                "reminders_sent",
+                "gated",
+                "no_model",
+            ),
+            0,
+        )
+
+    # -- activations that are not run -------------------------------------------------------------
+
+    def settle(self, activation: Activation) -> None:
+        """An activation that will not run (expired, superseded, dropped by the budget)."""
+        event = activation.event
+        if event.kind == RESUME_KIND and activation.outcome is not ActivationOutcome.SUPERSEDED:
+            episode_id = episode_id_of(event.payload)
+            episode = (
+                self._rt.room.expire(episode_id, self._rt.clock(), reason=activation.outcome.value)
+                if episode_id
+                else None
+            )
+            if episode is not None:
+                self._rt.loop_spawn(self._store_episode(episode, None))
+        log.info(
+            "activation_dropped",
+            chat_id=event.chat_id,
+            event_id=event.id,
+            kind=event.kind,
+            outcome=activation.outcome.value,
+            reason=activation.reason,
+        )
+
+    def settle_unrun(self, activation: Activation, reason: str) -> None:
+        self._finish(activation.event, EventState.SKIPPED, reason)
+
+    # -- one ready activation --------------------------------------------------------------------
+
+    async def run(self, activation: Activation) -> None:
+        rt = self._rt
+        event = activation.event
+        bound = log.bind(chat_id=event.chat_id, thread_id=event.thread_id, event_id=event.id, kind=event.kind)
+        try:
+            rt.kernel.begin(event.id, rt.clock())
+        except KernelError as exc:  # withdrawn (recalled, cancelled) between due() and now
+            bound.info("activation_gone", error=str(exc))
+            return
+        try:
+            if event.kind == REMINDER_KIND:
+                await self._remind(event)
+            else:
+                await self._deliberate(event)
+        except Exception:
+            bound.exception("episode_failed")
+            self._finish(event, EventState.SKIPPED, "error")
+        finally:
+            current = rt.kernel.events.get(event.id)
+            if current is not None and current.state is EventState.DELIBERATING:
+                self._finish(event, EventState.SKIPPED, "not finished")
+
+    def _finish(
+        self, event: BotEvent, state: EventState, reason: str | None = None, until: float | None = None
+    ) -> None:
+        try:
+            self._rt.kernel.finish(event.id, self._rt.clock(), state, reason=reason, until=until)
+        except KernelError as exc:
+            log.warning("finish_refused", event_id=event.id, state=state.value, error=str(exc))
+        if state is EventState.SKIPPED:
+            self._counts["skipped"] += 1
+
+    def _gate_closed(self, event: BotEvent) -> bool:
+        verdict = self._rt.outbound.gate(event.chat_id)
+        if verdict.open:
+            return False
+        self._counts["gated"] += 1
+        if (
+            event.kind == REMINDER_KIND
+            and verdict.until is not None
+            and (event.deadline is None or verdict.until <= event.deadline)
+        ):
+            # A promised reminder is not lost to a quiet period: it comes when the period ends.
+            self._finish(event, EventState.SNOOZED, until=verdict.until)
+            self._rt.loop.poke()
+        else:
+            self._finish(event, EventState.SKIPPED, f"gate {verdict.reason}")
+        return True
+
+    async def _remind(self, event: BotEvent) -> None:
+        rt = self._rt
+        if self._gate_closed(event):
+            return
+        text = str(event.payload.get("text", "")).strip()
+        if not text:
+            self._finish(event, EventState.SKIPPED, "empty reminder")
+            return
+        result = await rt.outbound.send(event.chat_id, f"提醒：{text}")
+        if self._spoke(event.chat_id, result.sent or result.reason == "shadow", forced=True):
+            self._counts["reminders_sent"] += 1
+            self._finish(event, EventState.REPLIED)
+            log.info("reminder_sent", chat_id=event.chat_id, event_id=event.id, shadow=not result.sent)
+        else:
+            self._finish(event, EventState.SKIPPED, f"send {result.reason}")
+
+    def _spoke(self, chat_id: str, spoke: bool, *, forced: bool) -> bool:
+        if spoke:
+            now = self._rt.clock()
+            self._rt.kernel.record_speech(chat_id, now, forced=forced)
+            self._rt.loop_spawn(self._rt.writer.put(SpeechRecord(chat_id, now, forced)))
+        return spoke
+
+    async def _deliberate(self, event: BotEvent) -> None:
+        rt = self._rt
+        now = rt.clock()
+        chat_id = event.chat_id
+        forced = event.payload.get("forced") is True
+        if event.kind == RESUME_KIND and (not rt.model_ready or not rt.outbound.gate(chat_id).open):
+            episode_id = episode_id_of(event.payload)
+            expired = rt.room.expire(episode_id, now, "gate closed or no model") if episode_id else None
+            if expired is not None:
+                await self._store_episode(expired, None)
+        if self._gate_closed(event):
+            return
+        if not rt.model_ready:
+            self._counts["no_model"] += 1
+            log.info(
+                "would_deliberate",
+                chat_id=chat_id,
+                event_id=event.id,
+                kind=event.kind,
+                forced=forced,
+                detail="no model configured: nothing is asked, nothing is sent",
+            )
+            self._finish(event, EventState.SKIPPED, "no model")
+            return
+        ledger = rt.router.ledger
+        if not forced and ledger.over_cap(chat_id, ledger.day_of(now)):
+            self._finish(event, EventState.SKIPPED, "daily token cap reached")
+            return
+
+        trigger: ChatMessage | None = None
+        cue: str | None = None
+        if event.kind == RESUME_KIND:
+            episode_id = episode_id_of(event.payload)
+            episode = rt.room.take(episode_id, now) if episode_id else None
+            if episode is None:
+                self._finish(event, EventState.SKIPPED, "waiting episode gone")
+                return
+            reason = BuildReason.PROACTIVE
+            cue = f"（你之前选择先等一等：{episode.reason or 'wait'}。现在回来看看要不要说话。）"
+        else:
+            if event.kind == MESSAGE_KIND:
+                trigger = await self._trigger(event)
+                if trigger is None:
+                    self._finish(event, EventState.SKIPPED, "message unavailable")
+                    return
+                decision = str(event.payload.get("decision", "medium"))
+                reason = (
+                    BuildReason.FORCED
+                    if forced
+                    else BuildReason(decision if decision in ("high", "medium") else "medium")
+                )
+            else:
+                verdict = rt.director.allowed(chat_id, now)
+                if not verdict.allowed:
+                    self._finish(event, EventState.SKIPPED, f"life: {verdict.reason}")
+                    return
+                reason = BuildReason.PROACTIVE
+                cue = str(event.payload.get("cue") or event.payload.get("reason") or "（主动开口的时机）")
+            episode = Episode.start(
+                id=rt.ids("ep"),
+                chat_id=chat_id,
+                now=now,
+                max_steps=rt.episode_settings.max_steps,
+                time_limit=rt.episode_settings.time_limit,
+                event_id=event.id,
+                thread_id=event.thread_id,
+                user_id=trigger.sender_id if trigger is not None else None,
+            )
+        await self._run_model(event, episode, trigger, cue, reason, forced)
+
+    async def _trigger(self, event: BotEvent) -> ChatMessage | None:
+        if not event.evidence_message_ids:
+            return None
+        message_id = event.evidence_message_ids[0]
+        known = self._rt.why.get(event.chat_id, message_id)
+        if known is not None:
+            return known.message
+        from runtime.app.persistence import chat_message_of
+
+        stored = await self._rt.store.get_message(event.chat_id, message_id)
+        if stored is None:
+            stored = next(
+                (m for m in self._rt.recent.recent(event.chat_id) if m.message_id == message_id), None
+            )
+        if stored is None or stored.recalled:
+            return None
+        return chat_message_of(stored)
+
+    async def _run_model(
+        self,
+        event: BotEvent,
+        episode: Episode,
+        trigger: ChatMessage | None,
+        cue: str | None,
+        reason: BuildReason,
+        forced: bool,
+    ) -> None:
+        rt = self._rt
+        chat_id = event.chat_id
+        bound = log.bind(
+            chat_id=chat_id, thread_id=episode.thread_id, episode_id=episode.id, event_id=event.id
+        )
+        self._counts["episodes"] += 1
+        now = rt.clock()
+        kind, _ = parse_chat_id(chat_id)
+        chat = ChatInfo(chat_id, "qq_group" if kind is ChatKind.GROUP else "qq_private")
+        built, prompt = await rt.context.prepare(
+            trigger,
+            chat=chat,
+            now=now,
+            reason=reason,
+            conversation_thread_id=episode.thread_id or event.thread_id,
+            cue=cue,
+        )
+        if trigger is not None and rt.memory is not None:
+            await rt.memory.profiles.observe(trigger, now=now)
+        app = rt.app
+        reasoner = ModelReasoner(
+            rt.router,
+            prompt.as_messages(),
+            chat_id=chat_id,
+            names=rt.names,
+            temperature=app.temperature,
+            max_tokens=app.max_reply_tokens,
+        )
+        bound.info(
+            "episode_start", reason=reason.value, forced=forced, prompt_tokens=prompt.tokens, run=episode.run
+        )
+        outcome = await run_episode(
+            episode,
+            reasoner,
+            rt.tools,
+            clock=rt.clock_obj,
+            settings=rt.episode_settings,
+            permissions=PERMISSIONS,
+        )
+        final = outcome.episode
+        if outcome.kind is OutcomeKind.REPLIED and outcome.reply:
+            await self._reply(event, trigger, built, outcome.reply, forced, final)
+        elif outcome.kind is OutcomeKind.WAITING:
+            rt.room.park(final, rt.clock(), forced=forced)
+            self._counts["waiting"] += 1
+            self._finish(event, EventState.SKIPPED, "waiting")
+            rt.loop.poke()
+        elif reasoner.model_error is not None:
+            self._counts["model_failures"] += 1
+            bound.warning("model_failed", error=str(reasoner.model_error)[:300], forced=forced)
+            await self._graceful(event, trigger, forced)
+        else:
+            self._finish(event, EventState.SKIPPED, outcome.reason or outcome.kind.value)
+        await self._store_episode(final, built)
+
+    async def _reply(
+        self,
+        event: BotEvent,
+        trigger: ChatMessage | None,
+        built: BuiltContext,
+        text: str,
+        forced: bool,
+        episode: Episode,
+    ) -> None:
+        rt = self._rt
+        chat_id = event.chat_id
+        quote = trigger.message_id if trigger is not None and not trigger.is_private else None
+        result = await rt.outbound.send(chat_id, text, reply_to=quote)
+        now = rt.clock()
+        if not self._spoke(chat_id, result.sent or result.reason == "shadow", forced=forced):
+            self._finish(event, EventState.SKIPPED, f"send {result.reason}")
+            return
+        self._counts["replied"] += 1
+        self._finish(event, EventState.REPLIED)
+        actions = tuple(
+            f"{step.action.name}"
+            for step in episode.steps
+            if step.action is not None and step.action.type == "tool"  # type: ignore[union-attr]
+        )
+        await rt.context.builder.record_reply(built, text, now=now, actions=actions)
+        if rt.memory is not None:
+            said = [StoredMessage.from_chat_message(trigger)] if trigger is not None else []
+            said.append(
+                StoredMessage(
+                    chat_id=chat_id,
+                    message_id=f"{episode.id}:reply",
+                    sender_id="self",
+                    sender_name=rt.config.persona.name,
+                    time=now,
+                    text=text,
+                    from_self=True,
+                )
+            )
+            await rt.memory.injector.note_round(chat_id, said, now=now)
+
+    async def _graceful(self, event: BotEvent, trigger: ChatMessage | None, forced: bool) -> None:
+        rt = self._rt
+        chat_id = event.chat_id
+        now = rt.clock()
+        last = self._graceful_at.get(chat_id)
+        cooldown = rt.app.graceful_cooldown_ms / 1000
+        if not forced or (last is not None and now - last < cooldown):
+            self._finish(event, EventState.SKIPPED, "model unavailable")
+            return
+        self._graceful_at[chat_id] = now
+        quote = trigger.message_id if trigger is not None and not trigger.is_private else None
+        result = await rt.outbound.send(chat_id, rt.app.graceful_message, reply_to=quote)
+        if self._spoke(chat_id, result.sent or result.reason == "shadow", forced=True):
+            self._counts["graceful_sent"] += 1
+            self._finish(event, EventState.REPLIED)
+        else:
+            self._finish(event, EventState.SKIPPED, f"model unavailable; send {result.reason}")
+
+    async def _store_episode(self, episode: Episode, built: BuiltContext | None) -> None:
+        rt = self._rt
+        topic = built.resolution.thread.id if built is not None and built.resolution is not None else None
+        session = built.session.id if built is not None and built.session is not None else None
+        try:
+            await rt.store.save_episode(to_store_record(episode, topic_thread_id=topic, session_id=session))
+            for call in tool_call_records(episode):
+                await rt.writer.put(call)
+        except Exception:
+            log.exception("episode_store_failed", episode_id=episode.id, chat_id=episode.chat_id)
+
+    def statistics(self) -> DriverStatistics:
+        return DriverStatistics(**self._counts)

@@ -1,0 +1,166 @@
+"""The activation loop: sleep until the kernel's next activation, hand out what is due, repeat.
+
+:meth:`ActivationLoop.wait_next_due` sleeps until the scheduler's ``next_at()`` — or until woken: a
+message scheduled an earlier activation (:meth:`poke`), a wait or reminder was parked, the clock was
+moved (:meth:`wake`). No busy loop, no sleeping task per activation: one alarm for the whole bot.
+Then ``kernel.due(now)``: ready activations become episodes; the rest (expired, superseded, dropped by
+the budget) are settled by the driver.
+
+Episodes run in the lifespan's task group, at most ``[runtime] max_concurrent_episodes`` at once, and
+one at a time per chat (a per-chat lock, so a forced reply waits for the episode already speaking
+there rather than talking over it).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from runtime.kernel.outcomes import Activation
+
+if TYPE_CHECKING:
+    from runtime.app.runtime import Runtime
+
+__all__ = ["MAX_SLEEP", "ActivationLoop", "LoopStatistics"]
+
+log = structlog.get_logger("greywind.loop")
+
+# The alarm is re-checked at least this often, so a wall clock set forward is noticed.
+MAX_SLEEP = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class LoopStatistics:
+    wakeups: int
+    activations: int
+    episodes_started: int
+    running: int
+    waiting_for_chat: int
+    next_at: float | None
+
+
+class ActivationLoop:
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        self._wakeup = anyio.Event()
+        self._sleeping_until: float | None = None
+        self._limiter = anyio.CapacityLimiter(runtime.app.max_concurrent_episodes)
+        self._chat_locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
+        self._task_group: TaskGroup | None = None
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._closed = False
+        self._running = self._queued = 0
+        self._wakeups = self._activations = self._started = 0
+
+    def start(self, task_group: TaskGroup) -> None:
+        self._task_group = task_group
+        task_group.start_soon(self.run)
+
+    def close(self) -> None:
+        """No new episodes; running ones finish (the caller waits with :meth:`wait_idle`)."""
+        self._closed = True
+        self.wake()
+
+    # -- the alarm --------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Re-read the schedule now (the clock moved, or something was scheduled)."""
+        self._wakeup.set()
+
+    def poke(self, *, force: bool = False) -> None:
+        """Wake the loop if the next activation is now earlier than the alarm (or ``force``)."""
+        next_at = self._rt.kernel.scheduler.next_at()
+        if force or (
+            next_at is not None and (self._sleeping_until is None or next_at < self._sleeping_until)
+        ):
+            self._wakeup.set()
+
+    async def wait_next_due(self) -> None:
+        """Return when the kernel's next activation is due, or when woken."""
+        next_at = self._rt.kernel.scheduler.next_at()
+        now = self._rt.clock()
+        if next_at is None or next_at > now:
+            delay = MAX_SLEEP if next_at is None else min(MAX_SLEEP, next_at - now)
+            self._sleeping_until = next_at
+            with anyio.move_on_after(delay):
+                await self._wakeup.wait()
+            self._sleeping_until = None
+        # A fresh event before handling what is due: a wake during the handling is not lost.
+        self._wakeup = anyio.Event()
+        self._wakeups += 1
+
+    async def run(self) -> None:
+        while not self._closed:
+            await self.wait_next_due()
+            if self._closed:
+                break
+            try:
+                self.run_due()
+            except Exception:
+                log.exception("due_failed")
+
+    def run_due(self) -> int:
+        """Hand out every activation due now; how many were ready."""
+        rt = self._rt
+        ready = 0
+        for activation in rt.kernel.due(rt.clock()):
+            self._activations += 1
+            if activation.ready:
+                ready += 1
+                self.start_episode(activation)
+            else:
+                rt.driver.settle(activation)
+        return ready
+
+    # -- episodes ---------------------------------------------------------------------------------
+
+    def start_episode(self, activation: Activation) -> None:
+        if self._closed or self._task_group is None:
+            self._rt.driver.settle_unrun(activation, "runtime stopping")
+            return
+        self._started += 1
+        self._running += 1
+        self._idle = anyio.Event() if self._idle.is_set() else self._idle
+        self._task_group.start_soon(self._run_one, activation)
+
+    async def _run_one(self, activation: Activation) -> None:
+        chat_id = activation.event.chat_id
+        lock = self._chat_locks.get(chat_id)
+        if lock is None:
+            lock = self._chat_locks[chat_id] = anyio.Lock()
+        self._queued += 1
+        entered = False
+        try:
+            async with self._limiter, lock:
+                self._queued -= 1
+                entered = True
+                await self._rt.driver.run(activation)
+        except Exception:
+            log.exception("episode_crashed", chat_id=chat_id, event_id=activation.event.id)
+        finally:
+            if not entered:
+                self._queued -= 1
+            self._running -= 1
+            if self._running == 0:
+                self._idle.set()
+            self.poke()
+
+    async def wait_idle(self) -> None:
+        """Until no episode is running or queued."""
+        await self._idle.wait()
+
+    def statistics(self) -> LoopStatistics:
+        return LoopStatistics(
+            wakeups=self._wakeups,
+            activations=self._activations,
+            episodes_started=self._started,
+            running=self._running,
+            waiting_for_chat=self._queued,
+            next_at=self._rt.kernel.scheduler.next_at(),
+        )

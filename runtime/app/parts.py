@@ -1,0 +1,54 @@
+"""The parts that need the store: opened on start, in dependency order.
+
+The SQLite store (``greywind.sqlite3`` under the data directory) and its writer; the memory layer
+(rolling summary and user profiles) when a model can compress; the Context Runtime on top of both,
+fed by the runtime's recent buffer and writing message→topic links through the writer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from runtime.context.setup import context_runtime
+from runtime.memory.layers import five_layer_runtime, memory_layer
+from runtime.store.records import TopicLink
+from runtime.store.sqlite.schema import DB_FILENAME
+from runtime.store.sqlite.store import SqliteStore
+from runtime.store.writer import StoreWriter
+
+if TYPE_CHECKING:
+    from runtime.app.runtime import Runtime
+
+__all__ = ["open_store_parts"]
+
+log = structlog.get_logger("greywind.runtime")
+
+
+async def open_store_parts(rt: Runtime) -> None:
+    """Set ``rt.store``, ``rt.writer``, ``rt.memory`` and ``rt.context``."""
+    config = rt.config
+    rt.store = await SqliteStore.open(rt.data_dir / DB_FILENAME, config=config.store)
+    rt.writer = StoreWriter.from_config(rt.store, config.store)
+
+    def link(item: TopicLink) -> None:
+        try:
+            rt.writer.put_nowait(item)
+        except Exception as exc:  # a full queue loses a topic link, never the turn
+            log.warning("topic_link_dropped", chat_id=item.chat_id, error=repr(exc))
+
+    window = rt.router.context_window() or None
+    options = {
+        "ids": rt.ids,
+        "counter": rt.router.estimator,
+        "context_window": window,
+        "link": link,
+        "recent": rt.recent,
+    }
+    if rt.model_ready and config.memory_injection.enabled:
+        rt.memory = memory_layer(rt.store, config, rt.router, clock=rt.clock, data_dir=rt.data_dir)
+        rt.context = five_layer_runtime(rt.store, config, rt.memory, **options)
+    else:
+        rt.memory = None
+        rt.context = context_runtime(rt.store, config, **options)

@@ -1,0 +1,269 @@
+"""What survives a restart, and how it is put back.
+
+On start (:meth:`StatePersistence.restore`), in this order:
+
+1. the kernel: lexicon terms, recent speeches (budgets), non-terminal events — so scheduled
+   activations, reminders and resumes fire after a restart (``runtime.store.kernel_state``);
+2. conversation threads: the stored messages of the restore window are replayed through the kernel's
+   ThreadTracker under their stored thread ids (:class:`~runtime.app.ids.RestoringIds`), the bot's own
+   through ``note_outgoing``; they also fill the builder's recent buffer and the chat-activity log;
+3. waiting episodes: each restored resume activation gets its episode back from the store;
+4. sessions left open become ``interrupted`` (process exit), so the next turn resumes them;
+5. today's token counts go back into the ledger; quiet periods back into the send gates.
+
+While running, :meth:`StatePersistence.save` writes what changed since the last call: events (by
+identity — the kernel replaces a ``BotEvent`` on every change), lexicon changes, token counts. Events
+are written only while they can matter after a restart (non-terminal), plus once more when they end,
+so the stored copy never resurrects a finished activation. Quiet periods are a small JSON file in the
+data directory, written when they change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+
+from runtime.episodes import RESUME_KIND, episode_id_of
+from runtime.episodes.persist import from_store_record
+from runtime.kernel.events import TERMINAL_STATES, BotEvent
+from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
+from runtime.llm.tokens import LedgerEntry
+from runtime.store.kernel_state import event_record, restore_kernel, save_lexicon_changes
+from runtime.store.protocol import RestorePolicy
+from runtime.store.records import StoredMessage
+
+if TYPE_CHECKING:
+    from runtime.app.runtime import Runtime
+
+__all__ = [
+    "QUIET_FILE",
+    "PersistenceStatistics",
+    "RestoreReport",
+    "SaveReport",
+    "StatePersistence",
+    "chat_message_of",
+]
+
+log = structlog.get_logger("greywind.persistence")
+
+QUIET_FILE = "quiet.json"
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreReport:
+    events: int
+    lexicon_keys: int
+    chats_with_speeches: int
+    messages: int
+    waiting_episodes: int
+    interrupted_sessions: int
+    ledger_entries: int
+    quiet_chats: int
+
+
+@dataclass(frozen=True, slots=True)
+class PersistenceStatistics:
+    saves: int
+    events_written: int
+    open_events_tracked: int
+
+
+@dataclass(frozen=True, slots=True)
+class SaveReport:
+    events: int
+    lexicon_rows: int
+    ledger_rows: int
+
+
+def chat_message_of(stored: StoredMessage) -> ChatMessage:
+    """A stored message back as the kernel's value."""
+    kind, ident = parse_chat_id(stored.chat_id)
+    return ChatMessage(
+        message_id=stored.message_id,
+        chat_kind=kind,
+        chat_ident=ident,
+        sender_id=stored.sender_id,
+        sender_name=stored.sender_name,
+        time=stored.time,
+        text=stored.text,
+        mentions=stored.mentions,
+        reply_to=stored.reply_to,
+        addressed=stored.addressed or kind is ChatKind.PRIVATE,
+        from_self=stored.from_self,
+    )
+
+
+class StatePersistence:
+    """Restore on start, incremental saves while running, a last save at stop."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        self._saved: dict[str, BotEvent] = {}  # event id -> the value last written while open
+        self._ledger_saved: dict[tuple[str, str], LedgerEntry] = {}
+        self._saves = 0
+        self._events_written = 0
+
+    # -- start ------------------------------------------------------------------------------------
+
+    async def restore(self, now: float) -> RestoreReport:
+        rt = self._rt
+        store = rt.store
+        policy = RestorePolicy.from_config(rt.config.store)
+        state = await store.load_runtime_state(now=now, policy=policy)
+        kernel_report = restore_kernel(rt.kernel, state, now=now)
+        for event in rt.kernel.events.list():
+            if event.state not in TERMINAL_STATES:
+                self._saved[event.id] = event
+        messages = self._replay_messages(state.recent_messages)
+        waiting = await self._restore_waiting(now)
+        interrupted = await rt.context.sessions.mark_open_sessions_interrupted(now)
+        ledger = await self._restore_ledger(now)
+        quiet = self._load_quiet(now)
+        if rt.memory is not None:
+            await rt.memory.injector.resume(now)
+        report = RestoreReport(
+            events=kernel_report.events,
+            lexicon_keys=kernel_report.lexicon_keys,
+            chats_with_speeches=kernel_report.chats_with_speeches,
+            messages=messages,
+            waiting_episodes=waiting,
+            interrupted_sessions=interrupted,
+            ledger_entries=ledger,
+            quiet_chats=quiet,
+        )
+        # What was just loaded is already stored; only later changes need writing.
+        rt.kernel.lexicon.take_changes()
+        rt.router.ledger.take_dirty()
+        log.info("state_restored", **{k: getattr(report, k) for k in report.__slots__})
+        return report
+
+    def _replay_messages(self, stored: tuple[StoredMessage, ...]) -> int:
+        rt = self._rt
+        threads = rt.kernel.threads
+        for item in sorted(stored, key=lambda m: (m.time, m.message_id)):
+            message = chat_message_of(item)
+            rt.ids.reuse("th", item.thread_id)
+            try:
+                if message.from_self:
+                    rt.kernel.note_outgoing(message)
+                else:
+                    threads.assign(message)
+                    rt.activity.note(message)
+            finally:
+                rt.ids.reuse("th", None)
+            rt.recent.add(item)
+        return len(stored)
+
+    async def _restore_waiting(self, now: float) -> int:
+        rt = self._rt
+        restored = 0
+        for event in rt.kernel.events.list():
+            if event.kind != RESUME_KIND or event.state in TERMINAL_STATES:
+                continue
+            episode_id = episode_id_of(event.payload)
+            record = await rt.store.get_episode(episode_id) if episode_id else None
+            try:
+                if record is None:
+                    raise ValueError(f"episode {episode_id} is not stored")
+                rt.room.restore(
+                    from_store_record(record), event.id, forced=event.payload.get("forced") is True
+                )
+                restored += 1
+            except Exception as exc:  # an episode that cannot come back must not keep its activation
+                log.warning("waiting_episode_lost", episode_id=episode_id, error=repr(exc))
+                rt.kernel.cancel(event.id, now, reason="episode not restorable")
+        return restored
+
+    async def _restore_ledger(self, now: float) -> int:
+        ledger = self._rt.router.ledger
+        today = ledger.day_of(now)
+        rows = await self._rt.store.list_token_usage(day=today)
+        entries = [LedgerEntry(r.chat_id, r.day, r.prompt_tokens, r.completion_tokens, r.calls) for r in rows]
+        ledger.restore(entries)
+        for entry in entries:
+            self._ledger_saved[(entry.chat_id, entry.day)] = entry
+        return len(entries)
+
+    # -- while running ----------------------------------------------------------------------------
+
+    async def save(self) -> SaveReport:
+        """Write what changed since the last call (events, lexicon, token counts)."""
+        rt = self._rt
+        events = 0
+        saved = self._saved
+        seen: set[str] = set()
+        for event in rt.kernel.events.list():
+            seen.add(event.id)
+            previous = saved.get(event.id)
+            if previous is event:
+                continue
+            terminal = event.state in TERMINAL_STATES
+            if terminal and previous is None:
+                continue  # never pending in the store (chatter recorded as skipped): nothing to update
+            await rt.writer.put(event_record(event))
+            events += 1
+            if terminal:
+                del saved[event.id]
+            else:
+                saved[event.id] = event
+        for gone in [event_id for event_id in saved if event_id not in seen]:
+            del saved[gone]
+            await rt.store.delete_event(gone)
+        lexicon_rows = await save_lexicon_changes(rt.store, rt.kernel.lexicon.take_changes())
+        ledger_rows = 0
+        for entry in rt.router.ledger.take_dirty():
+            key = (entry.chat_id, entry.day)
+            before = self._ledger_saved.get(key) or LedgerEntry(entry.chat_id, entry.day, 0, 0, 0)
+            await rt.store.add_token_usage(
+                entry.chat_id,
+                entry.day,
+                prompt_tokens=entry.prompt_tokens - before.prompt_tokens,
+                completion_tokens=entry.completion_tokens - before.completion_tokens,
+                calls=entry.calls - before.calls,
+            )
+            self._ledger_saved[key] = entry
+            ledger_rows += 1
+        self._saves += 1
+        self._events_written += events
+        return SaveReport(events, lexicon_rows, ledger_rows)
+
+    # -- quiet periods ----------------------------------------------------------------------------
+
+    @property
+    def quiet_path(self) -> Path:
+        return self._rt.data_dir / QUIET_FILE
+
+    def save_quiet(self, quiet: dict[str, float | None]) -> None:
+        """Write the quiet periods (chat -> until, None: until lifted); atomic replace."""
+        path = self.quiet_path
+        temporary = path.with_suffix(".tmp")
+        try:
+            temporary.write_text(json.dumps(quiet, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+            os.replace(temporary, path)
+        except OSError as exc:
+            log.warning("quiet_save_failed", path=str(path), error=repr(exc))
+
+    def _load_quiet(self, now: float) -> int:
+        path = self.quiet_path
+        if not path.exists():
+            return 0
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("quiet_file_unreadable", path=str(path), error=repr(exc))
+            return 0
+        restored = 0
+        for chat_id, until in dict(data).items():
+            if until is None or (isinstance(until, int | float) and until > now):
+                self._rt.quiet[chat_id] = None if until is None else float(until)
+                self._rt.outbound.gates.quiet(chat_id, self._rt.quiet[chat_id])
+                restored += 1
+        return restored
+
+    def statistics(self) -> PersistenceStatistics:
+        return PersistenceStatistics(self._saves, self._events_written, len(self._saved))

@@ -1,0 +1,330 @@
+"""The Runtime: the edge's :class:`~plugins.greywind.gateway.RuntimeGateway`, composing every part.
+
+Built by :func:`build_runtime` (``use_runtime(build_runtime)`` in ``bot.py``). The synchronous parts
+are made in the constructor: the kernel (with ids unique across restarts), the waiting room, the tool
+and extension registries, the LifeDirector, the model router. :meth:`Runtime.start` opens the SQLite
+store under the data directory, builds the Context Runtime and the memory layer on it, restores the
+saved state (:mod:`runtime.app.persistence`) and starts the background work in the lifespan's task
+group: the store writer, the activation loop (:mod:`runtime.app.loop`), the periodic jobs
+(:mod:`runtime.app.maintenance`) and the memory injector. :meth:`Runtime.stop` saves, closes open
+sessions (their handoffs written), flushes the writer and closes the store.
+
+A message's path (:meth:`Runtime.on_message`) does no I/O beyond one queued store write: the kernel
+decides, the message joins the recent buffer, the ``why`` log, the chat-activity log and the waiting
+room's news; a forced message starts an episode at once, a scheduled one may move the loop's alarm.
+Context packets are built, and the model called, only inside an episode (:mod:`runtime.app.episodes`).
+
+With no model configured the runtime still runs everything up to the model: it ingests, decides and
+logs what it would deliberate, and sends nothing (the edge is in shadow mode then).
+
+Exceptions: none of its own cross the gateway. Start-up failures of the store (``runtime.store``'s
+``StoreError`` family) propagate to the lifespan, which refuses to start; everything after start is
+caught and logged where it happens (failures stay local).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from runtime.app.control import Control
+from runtime.app.episodes import EpisodeDriver
+from runtime.app.ids import RestoringIds
+from runtime.app.loop import ActivationLoop
+from runtime.app.maintenance import Maintenance
+from runtime.app.persistence import StatePersistence
+from runtime.context.builder import RecentBuffer
+from runtime.episodes import EpisodeSettings, WaitingRoom, tool_registry_from_config
+from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
+from runtime.kernel.kernel import Kernel, KernelStatistics
+from runtime.kernel.message import ChatMessage
+from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
+from runtime.kernel.settings import KernelSettings
+from runtime.llm.router import ModelRouter
+from runtime.store.records import MessageRecalled, StoredMessage
+
+if TYPE_CHECKING:
+    from plugins.greywind.commands import RuntimeControl
+    from plugins.greywind.gateway import EdgeContext
+    from plugins.greywind.notices import Notice
+    from plugins.greywind.outbound import Outbound, SentRecord
+    from runtime.context.setup import ContextRuntime
+    from runtime.memory.layers import MemoryLayer
+    from runtime.store.sqlite.store import SqliteStore
+    from runtime.store.writer import StoreWriter
+
+__all__ = ["Runtime", "RuntimeStatistics", "build_runtime"]
+
+log = structlog.get_logger("greywind.runtime")
+
+SELF_SENDER = "self"
+
+
+class _FunctionClock:
+    """The edge's ``clock()`` callable seen as a kernel ``Clock``."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self, read: Callable[[], float]) -> None:
+        self._read = read
+
+    def now(self) -> float:
+        return self._read()
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeStatistics:
+    started: bool
+    messages: int
+    episodes_running: int
+    learn_queue: int
+    kernel: KernelStatistics
+
+
+class WhyLog:
+    """The last ``size`` ingest results of each chat, by message id (the admin ``why``)."""
+
+    __slots__ = ("_by_chat", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._by_chat: dict[str, OrderedDict[str, IngestResult]] = {}
+
+    def note(self, result: IngestResult) -> None:
+        chat = self._by_chat.setdefault(result.message.chat_id, OrderedDict())
+        chat[result.message.message_id] = result
+        chat.move_to_end(result.message.message_id)
+        while len(chat) > self._size:
+            chat.popitem(last=False)
+
+    def get(self, chat_id: str, message_id: str | None) -> IngestResult | None:
+        chat = self._by_chat.get(chat_id)
+        if not chat:
+            return None
+        if message_id is None:
+            return next(reversed(chat.values()))
+        return chat.get(message_id)
+
+
+class Runtime:
+    """See the module docstring."""
+
+    def __init__(self, edge: EdgeContext, *, router: ModelRouter | None = None) -> None:
+        self.edge = edge
+        self.config = edge.config
+        self.data_dir: Path = edge.data_dir
+        self.clock: Callable[[], float] = edge.clock
+        self.clock_obj = _FunctionClock(edge.clock)
+        self.outbound: Outbound = edge.outbound
+        self.app = self.config.runtime
+        now = self.clock()
+        self.ids = RestoringIds(self.clock_obj)
+        settings = KernelSettings.from_config(self.config)
+        # Lexicon learning runs here, off the loop (prepare in a worker thread), so the kernel keeps
+        # no queue of its own.
+        settings = replace(settings, scheduling=replace(settings.scheduling, learn_queue_max=0))
+        self.kernel = Kernel(settings, ids=self.ids, now=now)
+        self.learn_queue: deque[tuple[str, str]] = deque(
+            maxlen=max(1, self.config.lexicon.learn_max_texts * 5)
+        )
+        self.episode_settings = EpisodeSettings.from_config(self.config.episodes)
+        self.room = WaitingRoom(self.kernel, self.episode_settings)
+        self.tools = tool_registry_from_config(self.config.episodes)
+        self.scope = Scope("runtime")
+        self.extensions = ExtensionRegistry(self.tools, clock=self.clock_obj, lexicon=self.kernel.lexicon)
+        self.activity = ChatActivityLog()
+        self.life_settings = LifeSettings.from_config(self.config.life)
+        self.director = LifeDirector(
+            self.extensions, self.kernel, self.activity, clock=self.clock_obj, settings=self.life_settings
+        )
+        self.router = router if router is not None else ModelRouter.from_config(self.config)
+        self.model_ready = edge.model_configured and self.router.configured
+        self.recent = RecentBuffer()
+        self.why = WhyLog(self.app.why_per_chat)
+        self.quiet: dict[str, float | None] = {}
+        self.names = (self.config.persona.name, *self.config.persona.aliases)
+        self.control_impl = Control(self)
+        self.persistence = StatePersistence(self)
+        self.driver = EpisodeDriver(self)
+        self.loop = ActivationLoop(self)
+        self.maintenance = Maintenance(self)
+        # Made in start(): they need the store.
+        self.store: SqliteStore
+        self.writer: StoreWriter
+        self.context: ContextRuntime
+        self.memory: MemoryLayer | None = None
+        self._task_group: TaskGroup | None = None
+        self._started = False
+        self._messages = 0
+        self._disposers: list[Callable[[], None]] = []
+
+    # -- the gateway ------------------------------------------------------------------------------
+
+    @property
+    def control(self) -> RuntimeControl:
+        return self.control_impl
+
+    async def start(self, task_group: TaskGroup) -> None:
+        from runtime.app.builtin_tools import register_builtin_tools
+        from runtime.app.parts import open_store_parts
+
+        if not self.model_ready:
+            log.warning("no_model", problem=self.router.problem or "the edge found no chat model")
+        await open_store_parts(self)
+        self._disposers.append(self.outbound.on_sent(self._on_sent))
+        self._disposers.append(self.scope.dispose)
+        register_builtin_tools(self)
+        report = await self.persistence.restore(self.clock())
+        self._task_group = task_group
+        task_group.start_soon(self.writer.run)
+        self.loop.start(task_group)
+        self.maintenance.start(task_group)
+        if self.memory is not None:
+            task_group.start_soon(self.memory.injector.serve)
+        self._started = True
+        self.loop.wake()
+        log.info(
+            "runtime_started",
+            model=self.model_ready,
+            shadow_mode=self.edge.shadow_mode,
+            data_dir=str(self.data_dir),
+            restored_events=report.events,
+            waiting=report.waiting_episodes,
+        )
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        now = self.clock()
+        self.loop.close()
+        with anyio.move_on_after(5.0):
+            await self.loop.wait_idle()
+        try:
+            await self.persistence.save()
+        except Exception:
+            log.exception("final_save_failed")
+        try:
+            closed = await self.context.sessions.close_all(now)
+            log.info("sessions_closed", count=len(closed))
+        except Exception:
+            log.exception("session_close_failed")
+        for dispose in reversed(self._disposers):
+            with contextlib.suppress(Exception):
+                dispose()
+        self._disposers.clear()
+        self.director.close()
+        try:
+            await self.writer.aclose()
+        except Exception:
+            log.exception("writer_close_failed")
+        await self.store.close()
+        await self.router.aclose()
+        log.info("runtime_stopped", messages=self._messages)
+
+    async def on_message(self, message: ChatMessage) -> None:
+        if not self._started:
+            return
+        self._messages += 1
+        result = self.kernel.ingest(message)
+        thread_id = result.thread.thread.id
+        stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
+        self.recent.add(stored)
+        await self.writer.put(stored)
+        if message.from_self:
+            return
+        self.why.note(result)
+        self.activity.note(message)
+        self.room.note_message(message, thread_id, message.time)
+        if message.text:
+            self.learn_queue.append((message.chat_id, message.text[: self.config.lexicon.learn_max_chars]))
+        if result.action is IngestAction.ACT_NOW:
+            self.loop.start_episode(Activation(result.event, ActivationOutcome.READY, "forced"))
+        else:
+            # A scheduled activation may fall due before the loop's alarm; supersessions are reported.
+            self.loop.poke(force=bool(result.superseded))
+
+    async def on_notice(self, notice: Notice) -> None:
+        if not self._started:
+            return
+        from plugins.greywind.notices import Recalled
+
+        if isinstance(notice, Recalled):
+            await self.writer.put(MessageRecalled(notice.chat_id, notice.message_id))
+            self._withdraw(notice.chat_id, notice.message_id, notice.time)
+
+    def _withdraw(self, chat_id: str, message_id: str, now: float) -> None:
+        """A recalled message must not be answered: its pending activation goes."""
+        for event in self.kernel.events.list(chat_id=chat_id):
+            if message_id in event.evidence_message_ids and self.kernel.cancel(
+                event.id, now, reason="recalled"
+            ):
+                log.info("activation_withdrawn", chat_id=chat_id, event_id=event.id, reason="recalled")
+
+    # -- what the bot sent --------------------------------------------------------------------------
+
+    def _on_sent(self, record: SentRecord) -> None:
+        if record.shadow or not record.message_id:
+            return
+        from runtime.kernel.message import parse_chat_id
+
+        kind, ident = parse_chat_id(record.chat_id)
+        message = ChatMessage(
+            message_id=record.message_id,
+            chat_kind=kind,
+            chat_ident=ident,
+            sender_id=SELF_SENDER,
+            sender_name=self.config.persona.name,
+            time=record.time,
+            text=record.text,
+            reply_to=record.reply_to,
+            from_self=True,
+        )
+        assignment = self.kernel.note_outgoing(message)
+        stored = StoredMessage.from_chat_message(message, thread_id=assignment.thread.id)
+        self.recent.add(stored)
+        try:
+            self.writer.put_nowait(stored)
+        except Exception:
+            if self._task_group is not None:
+                self._task_group.start_soon(self.writer.put, stored)
+
+    def loop_spawn(self, work: Awaitable[object]) -> None:
+        """Run ``work`` in the lifespan's task group (a store write that must not hold the caller)."""
+
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("background_write_failed")
+
+        if self._task_group is None:
+            if inspect.iscoroutine(work):
+                work.close()
+            return
+        self._task_group.start_soon(run)
+
+    # -- introspection ------------------------------------------------------------------------------
+
+    def statistics(self) -> RuntimeStatistics:
+        return RuntimeStatistics(
+            started=self._started,
+            messages=self._messages,
+            episodes_running=self.loop.statistics().running,
+            learn_queue=len(self.learn_queue),
+            kernel=self.kernel.statistics(),
+        )
+
+
+def build_runtime(edge: EdgeContext) -> Runtime:
+    """The factory ``use_runtime`` takes."""
+    return Runtime(edge)
