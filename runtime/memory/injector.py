@@ -117,7 +117,8 @@ class _Conversation:
     last_compressed_at: float | None
     log: deque[dict[str, Any]]
     buffer: deque[StoredMessage]
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    lock: anyio.Lock = field(default_factory=anyio.Lock)  # guards the state, never held over a model call
+    compressing: anyio.Lock = field(default_factory=anyio.Lock)
     attempts: int = 0
     logged: int = 0  # log entries ever appended, and how many of them the export files hold
     exported: int = 0
@@ -162,6 +163,7 @@ class MemoryInjector:
         self._conversations: dict[str, _Conversation] = {}
         self._due: dict[str, float] = {}
         self._wakeup = anyio.Event()
+        self._changed = anyio.Event()  # set (and replaced) whenever a new summary is stored
         self._rounds = self._compressions = self._failures = self._injections = 0
         self._last_tokens = 0
         self._triggers: Counter[str] = Counter()
@@ -234,6 +236,15 @@ class MemoryInjector:
         """The conversation's current summary document (empty before the first compression)."""
         return (await self._load(conversation)).document
 
+    async def wait_summary(self, conversation: str, *, newer_than: int = 0) -> CompressedSummary:
+        """Wait until the conversation's summary version passes ``newer_than``; returns that summary."""
+        while True:
+            document = (await self._load(conversation)).document
+            if document.version > newer_than:
+                return document
+            changed = self._changed
+            await changed.wait()
+
     async def counters(self, conversation: str) -> Counters:
         return (await self._load(conversation)).counters
 
@@ -261,7 +272,7 @@ class MemoryInjector:
     async def run_pending(self, now: float | None = None) -> list[CompressionOutcome]:
         """Run every compression due by ``now`` (the clock's time when omitted), one after another."""
         now = self._clock() if now is None else now
-        return [await self._compress(key) for key in self.pending(now)]
+        return [await self._compress(key, now=now) for key in self.pending(now)]
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run compressions as they fall due, forever; for the lifespan's task group (cancel to stop)."""
@@ -297,8 +308,18 @@ class MemoryInjector:
 
     # -- compression ---------------------------------------------------------------------------------
 
-    async def _compress(self, key: str) -> CompressionOutcome:
+    async def _compress(self, key: str, *, now: float | None = None) -> CompressionOutcome:
+        """One compression at a time per conversation. With ``now`` (the queue's runs), one that another
+        run has done meanwhile (``compress_now`` beside the background job) is not repeated."""
         conv = await self._load(key)
+        async with conv.compressing:
+            due_at = self._due.get(key)
+            if now is not None and (due_at is None or due_at > now):
+                return CompressionOutcome(key, ok=True)
+            return await self._compress_once(conv)
+
+    async def _compress_once(self, conv: _Conversation) -> CompressionOutcome:
+        key = conv.key
         cfg = self.settings
         async with conv.lock:
             covered = conv.counters
@@ -369,6 +390,8 @@ class MemoryInjector:
                 model=result.model,
             )
             await self._save(conv, now)
+            self._changed.set()
+            self._changed = anyio.Event()
         log.info("memory.compressed", conversation=key, rounds=covered.rounds_processed, tokens=tokens)
         if self._listener is not None:
             try:

@@ -211,7 +211,6 @@ async def test_backoff_doubles_across_consecutive_failures_and_resets_on_success
     try:
         for _ in range(10):
             await dialogue.step(compress=False)
-        dialogue.now += 1  # when note_round queued it
         waits = []
         for _ in range(3):
             [outcome] = await injector.run_pending(dialogue.now)

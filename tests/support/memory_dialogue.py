@@ -231,9 +231,10 @@ class Dialogue:
             reply_to=f"u{n}",
         )
         await self.store.append_messages([reply])
-        await self.layer.injector.note_round(CHAT.chat_id, [stored, reply], now=self.now + 1)
+        self.now = reply.time  # the injector's clock reads this
+        await self.layer.injector.note_round(CHAT.chat_id, [stored, reply], now=self.now)
         if compress:
-            await self.layer.injector.run_pending(self.now + 1)
+            await self.layer.injector.run_pending(self.now)
         return sent
 
     async def run(self, rounds: int) -> list[list[dict[str, str]]]:
