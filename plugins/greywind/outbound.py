@@ -8,7 +8,8 @@
 * :func:`split_reply` — a long reply is cut to ``bot.max_reply_chars`` and sent as parts of about
   ``bot.split_at`` characters, broken at line or sentence ends where possible.
 * :class:`Outbound` — ``await send(chat_id, text, reply_to=...)``: gate, split, rate limit, one retry on
-  a failed send, every part recorded through the ``on_sent`` callback. Shadow mode sends nothing and
+  a failed send (without the quote, which may have been recalled), every part recorded through the
+  ``on_sent`` callback. Shadow mode sends nothing and
   records what would have been sent. Text goes out as a segment array, never as a CQ string, so a
   model writing ``[CQ:at,qq=all]`` cannot @ everyone.
 
@@ -365,16 +366,16 @@ class Outbound:
 
     async def _send_one(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
         kind, ident = parse_chat_id(chat_id)
-        segments: list[dict[str, Any]] = []
-        if reply_to:
-            segments.append({"type": "reply", "data": {"id": reply_to}})
-        segments.append({"type": "text", "data": {"text": text}})
+        text_segment = {"type": "text", "data": {"text": text}}
         if kind is ChatKind.GROUP:
-            api, params = "send_group_msg", {"group_id": int(ident), "message": segments}
+            api, target = "send_group_msg", {"group_id": int(ident)}
         else:
-            api, params = "send_private_msg", {"user_id": int(ident), "message": segments}
+            api, target = "send_private_msg", {"user_id": int(ident)}
         reason = "failed"
         for attempt in (1, 2):
+            # The retry drops the quote: a recalled or expired quoted message is a common cause of failure.
+            quote = [{"type": "reply", "data": {"id": reply_to}}] if reply_to and attempt == 1 else []
+            params = {**target, "message": [*quote, text_segment]}
             bot = self._bot()
             if bot is None:
                 reason = "no_connection"

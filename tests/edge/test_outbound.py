@@ -298,3 +298,16 @@ async def test_a_failing_listener_does_not_stop_the_send() -> None:
     assert (await outbound.send("group:1", "照发")).sent
     dispose()
     assert len(records) == 1
+
+
+@pytest.mark.anyio
+async def test_the_retry_drops_the_quote() -> None:
+    time = FakeTime()
+    bot = FakeBot(time)
+    bot.fail = 1  # e.g. the quoted message was recalled
+    outbound, _ = make_outbound(bot, time)
+    result = await outbound.send("group:1", "回答", reply_to="99")
+    assert result.sent
+    first, second = (data["message"] for _, data, _ in bot.calls)
+    assert first[0] == {"type": "reply", "data": {"id": "99"}}
+    assert [seg["type"] for seg in second] == ["text"]
