@@ -184,7 +184,9 @@ class Control:
         lexicon = self._rt.kernel.lexicon
         key = LexiconKey(LexiconScope.GROUP, chat_id)
         try:
-            added = lexicon.add(key, term, now=self._rt.clock(), source="admin", weight=weight)
+            added = lexicon.add(
+                key, term, now=self._rt.clock(), source="admin", weight=1.0 if weight is None else weight
+            )
         except Exception as exc:  # the lexicon's own refusal (too long, empty after normalising)
             return f"加不进去：{exc}"
         return f"已加入 {chat_id} 词表：{getattr(added, 'text', term)}"

@@ -31,6 +31,7 @@ import structlog
 from runtime.app.reasoner import ModelReasoner
 from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
 from runtime.episodes import RESUME_KIND, Episode, OutcomeKind, episode_id_of, run_episode
+from runtime.episodes.actions import ToolCall
 from runtime.episodes.persist import to_store_record, tool_call_records
 from runtime.kernel.errors import KernelError
 from runtime.kernel.events import BotEvent, EventState
@@ -353,11 +354,7 @@ class EpisodeDriver:
             return
         self._counts["replied"] += 1
         self._finish(event, EventState.REPLIED)
-        actions = tuple(
-            f"{step.action.name}"
-            for step in episode.steps
-            if step.action is not None and step.action.type == "tool"  # type: ignore[union-attr]
-        )
+        actions = tuple(step.action.name for step in episode.steps if isinstance(step.action, ToolCall))
         await rt.context.builder.record_reply(built, text, now=now, actions=actions)
         if rt.memory is not None:
             said = [StoredMessage.from_chat_message(trigger)] if trigger is not None else []

@@ -53,7 +53,9 @@ class Maintenance:
         rt = self._rt
         app = rt.app
         task_group.start_soon(self._every, "save", app.save_interval_ms / 1000, self.save)
-        task_group.start_soon(self._every, "learn", rt.config.lexicon.learn_interval_ms / 1000, self.learn)
+        task_group.start_soon(
+            self._every, "learn", rt.config.lexicon.learn_interval_ms / 1000, self._learn_job
+        )
         task_group.start_soon(
             self._every, "housekeeping", app.maintenance_interval_ms / 1000, self.housekeeping
         )
@@ -72,6 +74,9 @@ class Maintenance:
     async def save(self) -> None:
         await self._rt.persistence.save()
         self._counts["saves"] += 1
+
+    async def _learn_job(self) -> None:
+        await self.learn()
 
     async def learn(self, max_texts: int | None = None) -> int:
         """One learning batch; how many texts it read."""

@@ -39,16 +39,21 @@ async def open_store_parts(rt: Runtime) -> None:
             log.warning("topic_link_dropped", chat_id=item.chat_id, error=repr(exc))
 
     window = rt.router.context_window() or None
-    options = {
-        "ids": rt.ids,
-        "counter": rt.router.estimator,
-        "context_window": window,
-        "link": link,
-        "recent": rt.recent,
-    }
+    counter = rt.router.estimator
     if rt.model_ready and config.memory_injection.enabled:
         rt.memory = memory_layer(rt.store, config, rt.router, clock=rt.clock, data_dir=rt.data_dir)
-        rt.context = five_layer_runtime(rt.store, config, rt.memory, **options)
+        rt.context = five_layer_runtime(
+            rt.store,
+            config,
+            rt.memory,
+            ids=rt.ids,
+            counter=counter,
+            context_window=window,
+            link=link,
+            recent=rt.recent,
+        )
     else:
         rt.memory = None
-        rt.context = context_runtime(rt.store, config, **options)
+        rt.context = context_runtime(
+            rt.store, config, ids=rt.ids, counter=counter, context_window=window, link=link, recent=rt.recent
+        )

@@ -181,7 +181,6 @@ class Runtime:
             log.warning("no_model", problem=self.router.problem or "the edge found no chat model")
         await open_store_parts(self)
         self._disposers.append(self.outbound.on_sent(self._on_sent))
-        self._disposers.append(self.scope.dispose)
         register_builtin_tools(self)
         report = await self.persistence.restore(self.clock())
         self._task_group = task_group
@@ -222,6 +221,7 @@ class Runtime:
             with contextlib.suppress(Exception):
                 dispose()
         self._disposers.clear()
+        self.scope.dispose()
         self.director.close()
         try:
             await self.writer.aclose()

@@ -1,0 +1,213 @@
+"""Drive the Runtime directly: a real Outbound over a fake bot, a clock the test moves, an SQLite store
+in ``tmp_path`` and the scripted OpenAI-compatible server on loopback. No NoneBot."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import nonebot
+import pytest
+
+# The edge's modules live in a NoneBot plugin package, which needs an initialised NoneBot to import.
+if not getattr(nonebot, "_driver", None):
+    nonebot.init(driver="~none")
+    nonebot.load_plugin("plugins.greywind")
+
+import anyio.lowlevel
+
+from plugins.greywind.gateway import EdgeContext
+from plugins.greywind.outbound import ChatGates, Outbound, TokenBucket
+from runtime.app import Runtime
+from runtime.config import GreyWindConfig, parse_config
+from runtime.kernel.message import ChatKind, ChatMessage
+from tests.support.openai_server import ScriptedOpenAIServer
+
+START = 1_767_000_000.0  # a fixed wall time (2025-12-29), so day boundaries are stable
+SELF_ID = "10001"
+
+
+class FakeClock:
+    def __init__(self, start: float = START) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+@dataclass
+class FakeBot:
+    """Answers ``send_*_msg`` with increasing message ids and records every call."""
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    clock: Callable[[], float] | None = None
+    fail: int = 0
+    next_id: int = 900_000
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("send failed")
+        self.calls.append((api, data))
+        self.times.append(self.clock() if self.clock is not None else 0.0)
+        self.next_id += 1
+        return {"message_id": self.next_id}
+
+    def texts(self, chat: str | None = None) -> list[str]:
+        out = []
+        for api, data in self.calls:
+            target = f"group:{data['group_id']}" if api == "send_group_msg" else f"private:{data['user_id']}"
+            if chat is None or chat == target:
+                out.append(
+                    "".join(seg["data"].get("text", "") for seg in data["message"] if seg["type"] == "text")
+                )
+        return out
+
+
+def make_config(server: ScriptedOpenAIServer | None, **sections: Any) -> GreyWindConfig:
+    data: dict[str, Any] = {
+        "life": {"enabled": False},
+        "outbound": {"max_per_minute": 600, "burst": 100},
+        "store": {"flush_interval_ms": 10},
+    }
+    if server is not None:
+        data["models"] = {
+            "providers": [
+                {
+                    "name": "scripted",
+                    "base_url": server.base_url,
+                    "model": "scripted-model",
+                    "roles": ["chat"],
+                    "context_window": 32_000,
+                    "max_retries": 1,
+                    "timeout_ms": 5_000,
+                }
+            ],
+            "retry_backoff_ms": 0,
+            "retry_backoff_cap_ms": 0,
+            "retry_after_cap_ms": 0,
+        }
+    for name, values in sections.items():
+        data[name] = {**data.get(name, {}), **values}
+    return parse_config(data)
+
+
+@dataclass
+class Harness:
+    runtime: Runtime
+    bot: FakeBot
+    clock: FakeClock
+    data_dir: Path
+    counter: int = 0
+
+    def message(
+        self,
+        text: str,
+        *,
+        chat: str = "group:500",
+        sender: str = "42",
+        name: str = "阿明",
+        addressed: bool = False,
+        reply_to: str | None = None,
+        message_id: str | None = None,
+    ) -> ChatMessage:
+        self.counter += 1
+        kind, _, ident = chat.partition(":")
+        return ChatMessage(
+            message_id=message_id or f"m{self.counter}",
+            chat_kind=ChatKind(kind),
+            chat_ident=ident,
+            sender_id=sender,
+            sender_name=name,
+            time=self.clock(),
+            text=text,
+            mentions=(SELF_ID,) if addressed and kind == "group" else (),
+            reply_to=reply_to,
+            addressed=addressed or kind == "private",
+        )
+
+    async def say(self, text: str, **kwargs: Any) -> ChatMessage:
+        message = self.message(text, **kwargs)
+        await self.runtime.on_message(message)
+        return message
+
+    async def settle(self) -> None:
+        """Let what is due run and every started episode finish."""
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()
+            self.runtime.loop.run_due()
+            await self.runtime.loop.wait_idle()
+        await anyio.lowlevel.checkpoint()
+
+    async def advance(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+        await self.settle()
+
+
+@asynccontextmanager
+async def running(
+    config: GreyWindConfig,
+    data_dir: Path,
+    *,
+    clock: FakeClock | None = None,
+    bot: FakeBot | None = None,
+    shadow: bool = False,
+    model: bool = True,
+) -> AsyncIterator[Harness]:
+    clock = clock or FakeClock()
+    bot = bot or FakeBot()
+    bot.clock = clock
+
+    async def no_sleep(_: float) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    outbound = Outbound(
+        bot=lambda: bot,
+        bucket=TokenBucket(
+            config.outbound.max_per_minute, config.outbound.burst, clock=clock, sleep=no_sleep
+        ),
+        gates=ChatGates(),
+        clock=clock,
+        sleep=no_sleep,
+        max_reply_chars=config.bot.max_reply_chars,
+        split_at=config.bot.split_at,
+        retry_delay=0.0,
+        shadow_mode=shadow,
+    )
+    edge = EdgeContext(
+        config=config,
+        config_path=data_dir / "greywind.toml",
+        data_dir=data_dir,
+        outbound=outbound,
+        shadow_mode=shadow,
+        model_configured=model,
+        superusers=frozenset({"1"}),
+        clock=clock,
+    )
+    runtime = Runtime(edge)
+    async with anyio.create_task_group() as tg:
+        await runtime.start(tg)
+        try:
+            yield Harness(runtime, bot, clock, data_dir)
+        finally:
+            await runtime.stop()
+            tg.cancel_scope.cancel()
+
+
+RunningFactory = Callable[..., Any]
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
