@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import random
 import statistics
 import sys
@@ -181,16 +182,18 @@ async def bench_latency(store: Store, stored: Sequence[StoredMessage], turns: in
         reason="forced",
     )
     total: list[float] = []
+    cpu: list[float] = []
     retrieval: list[float] = []
     assembly: list[float] = []
     tokens: list[int] = []
     for m in picks[1:]:
         chat = ChatInfo(m.chat_id, "group", f"群{m.chat_id}")
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         built, prompt = await rt.prepare(
             as_chat_message(m), chat=chat, now=m.time, reason="forced", conversation_thread_id=m.thread_id
         )
         total.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - started_cpu) * 1000)
         tokens.append(prompt.tokens)
         started = time.perf_counter()
         rt.assembler.assemble(built.packet)
@@ -202,8 +205,10 @@ async def bench_latency(store: Store, stored: Sequence[StoredMessage], turns: in
         retrieval.append((time.perf_counter() - started) * 1000)
     stats = rt.statistics()
     counts = f"{await store.count_messages():,} messages, {await store.count_memories():,} memories"
-    print(f"latency ({type(store).__name__}, {counts}):")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"latency ({type(store).__name__}, {counts}; load average {load:.1f} on {os.cpu_count()} CPUs):")
     print(row("prepare (build+assemble)", total) + "   target p50 <= 15, p95 <= 50")
+    print(row("  CPU time per prepare", cpu) + "   (all threads: event loop + SQLite)")
     print(row("  retrieval alone", retrieval))
     print(row("  assembly alone", assembly))
     print(

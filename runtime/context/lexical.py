@@ -11,9 +11,15 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+import jieba
+
 from runtime.store.text import char_tokens, parse_query
 
-__all__ = ["is_chatter", "lexical_score", "query_terms", "strip_names", "wants_continuation"]
+__all__ = ["by_rarity", "is_chatter", "lexical_score", "query_terms", "strip_names", "wants_continuation"]
+
+# jieba's dictionary counts (of ~60M): a word counted more often than this is too common to search for
+# on its own when a rarer one is at hand — it says little and its index lists are long.
+COMMON_WORD = 20_000
 
 # Placeholders the edge renders for non-text segments ([图片], [表情], [语音]...).
 _PLACEHOLDER = re.compile(r"\[[^\[\]\s]{1,8}\]")
@@ -71,6 +77,19 @@ def query_terms(text: str) -> tuple[str, ...]:
     if not char_tokens(text):
         return ()
     return tuple("".join(phrase) for phrase in parse_query(text).phrases)
+
+
+def _frequency(word: str) -> int:
+    return int(jieba.get_FREQ(word) or 0)
+
+
+def by_rarity(terms: Iterable[str]) -> tuple[str, ...]:
+    """Distinct terms, the rarest first (by jieba's dictionary counts; unknown words, ASCII names
+    included, count as rarest); very common words are dropped unless nothing else is left."""
+    distinct = list(dict.fromkeys(terms))
+    ranked = sorted(distinct, key=lambda t: (_frequency(t), -len(t)))
+    rare = [t for t in ranked if _frequency(t) <= COMMON_WORD]
+    return tuple(rare or ranked)
 
 
 def wants_continuation(text: str) -> bool:

@@ -33,7 +33,7 @@ import numpy as np
 import structlog
 
 from runtime.context._gather import gather
-from runtime.context.lexical import lexical_score, query_terms
+from runtime.context.lexical import by_rarity, lexical_score, query_terms
 from runtime.context.packet import RetrievedSlot
 from runtime.store.protocol import MemoryScope, Store
 from runtime.store.records import Memory, ScopeType, StoredMessage
@@ -127,10 +127,10 @@ def _clip(text: str) -> str:
 
 
 def _keywords(terms: tuple[str, ...], limit: int) -> tuple[str, ...]:
-    """The longest few content words; one-character words only when there is nothing longer."""
+    """The rarest few content words (the most telling, and the cheapest to search); one-character words
+    only when there is nothing longer."""
     longer = [t for t in terms if len(t) >= 2]
-    chosen = longer or list(terms)
-    return tuple(sorted(dict.fromkeys(chosen), key=len, reverse=True)[:limit])
+    return by_rarity(longer or terms)[:limit]
 
 
 def _coverage(keywords: tuple[str, ...], matched: set[str]) -> float:
