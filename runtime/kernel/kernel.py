@@ -384,7 +384,11 @@ class Kernel:
     # -- activations -----------------------------------------------------------------------------
 
     def due(self, now: float, limit: int | None = None) -> list[Activation]:
-        """Expired and superseded reports, budget drops, then the activations ready to deliberate."""
+        """Expired and superseded reports, budget drops, then the activations ready to deliberate.
+
+        ``limit`` bounds how many activations are taken from the scheduler; reports are always
+        included.
+        """
         out: list[Activation] = []
         for event in self.scheduler.expire(now):
             self._release_key(event)
@@ -485,17 +489,24 @@ class Kernel:
         until: float | None = None,
         reason: str | None = None,
     ) -> BotEvent:
-        """End a deliberation: ``replied``, ``skipped`` (with ``reason``) or ``snoozed`` ``until``."""
+        """End a deliberation: ``replied``, ``skipped`` (with ``reason``) or ``snoozed`` ``until``.
+
+        An episode that outlived ``scheduling.deliberation_timeout`` finds its event already closed
+        by :meth:`prune`; finishing it then returns the event unchanged instead of failing.
+        """
         state = EventState(outcome)
+        if state not in (EventState.REPLIED, EventState.SKIPPED, EventState.EXPIRED, EventState.SNOOZED):
+            raise InvalidSetting("outcome", f"{state.value} does not end a deliberation")
         self._deliberating.pop(event_id, None)
+        current = self.events.require(event_id)
+        if current.terminal:
+            return current
         if state is EventState.SNOOZED:
             if until is None:
                 raise InvalidSetting("until", "a snoozed event needs the time to wake up")
             return self.scheduler.snooze(event_id, until, now)
         if state is EventState.SKIPPED and reason is not None:
             return self._skip(event_id, now, reason)
-        if state not in (EventState.REPLIED, EventState.SKIPPED, EventState.EXPIRED):
-            raise InvalidSetting("outcome", f"{state.value} does not end a deliberation")
         return self.events.transition(event_id, state, now)
 
     # -- speech ----------------------------------------------------------------------------------

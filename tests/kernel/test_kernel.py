@@ -499,3 +499,13 @@ def test_names_too_short_to_match_are_left_out_of_the_lexicon() -> None:
     persona = kernel.lexicon.terms(LexiconKey(LexiconScope.PERSONA, "self"))
     assert [t.text for t in persona] == ["灰风"]
     assert kernel.lexicon.terms(LexiconKey(LexiconScope.GLOBAL, "")) == []
+
+
+def test_finishing_an_event_prune_already_closed_returns_it_unchanged() -> None:
+    kernel = make(scheduling=SchedulingSettings(deliberation_timeout=60.0))
+    asked = kernel.ingest(msg("@灰风 查一下", 0.0, addressed=True))
+    kernel.begin(asked.event.id, 0.0)
+    kernel.prune(100.0)  # the episode took too long
+    late = kernel.finish(asked.event.id, 130.0, "replied")
+    assert late.state is EventState.EXPIRED
+    assert late.updated_at == 100.0
