@@ -59,6 +59,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 
 from runtime.kernel._signals import looks_like_question
+from runtime.kernel._supersede import MESSAGE_KIND, Supersession
 from runtime.kernel.attention import Attention, AttentionInput, Decision, score_attention
 from runtime.kernel.budget import Budgets, BudgetVerdict
 from runtime.kernel.errors import InvalidSetting
@@ -84,7 +85,7 @@ from runtime.kernel.outcomes import (
     KernelStatistics,
 )
 from runtime.kernel.scheduler import ActivationScheduler
-from runtime.kernel.settings import KernelSettings, Supersede
+from runtime.kernel.settings import KernelSettings
 from runtime.kernel.threads import ThreadAssignment, ThreadTracker
 
 __all__ = [
@@ -98,12 +99,7 @@ __all__ = [
 ]
 
 PERSONA_KEY = LexiconKey(LexiconScope.PERSONA, "self")
-MESSAGE_KIND = "message"
 OUTGOING_KIND = "outgoing"
-# Superseded activations waiting to be reported by due(); a caller that never calls due() loses the
-# oldest reports, never memory.
-_MAX_SUPERSEDED_REPORTS = 4_096
-
 
 _WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
 # Enum members bound once: a class attribute lookup on an Enum costs ~10x a global on the hot path.
@@ -136,8 +132,7 @@ class Kernel:
         self.lexicon = lexicon if lexicon is not None else DynamicLexicon(s.lexicon, segmenter=segmenter)
         self._self_ids = frozenset(s.self_ids)
         # The pending message activation per supersede key (thread id or chat id).
-        self._pending_by_key: dict[str, str] = {}
-        self._superseded: deque[Activation] = deque(maxlen=_MAX_SUPERSEDED_REPORTS)
+        self._supersession = Supersession(s.scheduling.supersede, self.events, self.scheduler)
         self._deliberating: dict[str, tuple[str, float]] = {}  # event id -> (chat id, began at)
         self._bot_in_thread: dict[str, float] = {}  # thread id -> when the bot last spoke in it
         self._last_message_at: dict[str, float] = {}  # chat id -> time of its latest message
@@ -148,7 +143,6 @@ class Kernel:
         self._learn_dropped = 0
         self._learned_texts = 0
         self._rescheduled = 0
-        self._superseded_total = 0
         self._pin_names(now)
 
     def _pin_names(self, now: float) -> None:
@@ -262,7 +256,7 @@ class Kernel:
             event = self.scheduler.schedule(event.id, now)
             action, reason = _SCHEDULED, f"attention {decision.value}"
         if action is not _RECORDED:
-            superseded = self._supersede(event, now)
+            superseded = self._supersession.supersede(event, now)
             self.budgets.actor(chat_id).note_event(event.id)
         self._ingested += 1
         counts = self._counts
@@ -338,44 +332,6 @@ class Kernel:
             message, event, assignment, attention, IngestAction.RECORDED, None, (), (), "own message"
         )
 
-    def _supersede(self, event: BotEvent, now: float) -> tuple[str, ...]:
-        key = self._supersede_key(event)
-        if key is None:
-            return ()
-        old = self._pending_by_key.get(key)
-        if event.state in _WAITING:
-            self._pending_by_key[key] = event.id
-        elif old is not None:
-            del self._pending_by_key[key]
-        if old is None or old == event.id:
-            return ()
-        reason = f"superseded by {event.id}"
-        if not self.scheduler.cancel(old, now, reason=reason):
-            return ()
-        skipped = self.events.get(old)
-        if skipped is not None:
-            self._superseded.append(Activation(skipped, ActivationOutcome.SUPERSEDED, reason))
-        self._superseded_total += 1
-        return (old,)
-
-    def _supersede_key(self, event: BotEvent) -> str | None:
-        policy = self.settings.scheduling.supersede
-        if policy is Supersede.NONE or event.kind != MESSAGE_KIND:
-            return None
-        return event.thread_id if policy is Supersede.THREAD and event.thread_id else event.chat_id
-
-    def _hold_key(self, event: BotEvent) -> None:
-        """A waiting message activation becomes the one a newer message supersedes (unless one is)."""
-        key = self._supersede_key(event)
-        if key is not None:
-            self._pending_by_key.setdefault(key, event.id)
-
-    def _release_key(self, event: BotEvent) -> None:
-        """Forget the supersede entry of an event leaving the scheduler."""
-        for key in (event.thread_id, event.chat_id):
-            if key is not None and self._pending_by_key.get(key) == event.id:
-                del self._pending_by_key[key]
-
     def _skip(self, event_id: str, now: float, reason: str) -> BotEvent:
         event = self.events.require(event_id)
         self.events.update(event_id, now, payload={**event.payload, "skip_reason": reason})
@@ -391,10 +347,9 @@ class Kernel:
         """
         out: list[Activation] = []
         for event in self.scheduler.expire(now):
-            self._release_key(event)
+            self._supersession.release(event)
             out.append(Activation(event, ActivationOutcome.EXPIRED, "deadline passed"))
-        while self._superseded:
-            out.append(self._superseded.popleft())
+        out.extend(self._supersession.drain())
         # A deliberation older than the timeout (an episode that died without finish()) stops
         # holding its chat back: failures stay local.
         stale_before = now - self.settings.scheduling.deliberation_timeout
@@ -402,7 +357,7 @@ class Kernel:
         voiced: set[str] = set()  # chats given a ready activation in this batch
         s = self.settings
         for event in self.scheduler.due(now, limit):
-            self._release_key(event)
+            self._supersession.release(event)
             forced = event.payload.get("forced") is True
             chat_id = event.chat_id
             if chat_id in voiced or (not forced and chat_id in deliberating):
@@ -418,7 +373,7 @@ class Kernel:
             retry = verdict.retry_at
             if retry is not None and (event.deadline is None or retry <= event.deadline):
                 self.events.update(event.id, now, not_before=retry)
-                self._hold_key(self.scheduler.schedule(event.id, now))
+                self._supersession.hold(self.scheduler.schedule(event.id, now))
                 self._rescheduled += 1
                 continue
             dropped = self._skip(event.id, now, verdict.reason)
@@ -471,7 +426,7 @@ class Kernel:
         if not self.scheduler.cancel(event_id, when, reason=reason):
             return False
         if event is not None:
-            self._release_key(event)
+            self._supersession.release(event)
         return True
 
     def begin(self, event_id: str, now: float) -> BotEvent:
@@ -591,7 +546,7 @@ class Kernel:
             else:
                 continue
             restored += 1
-            self._hold_key(event)
+            self._supersession.hold(event)
         return restored
 
     def restore_speeches(self, speeches: Mapping[str, Iterable[tuple[float, bool]]]) -> None:
@@ -613,7 +568,7 @@ class Kernel:
             by_decision=decisions,
             activations=activations,
             rescheduled_by_budget=self._rescheduled,
-            superseded=self._superseded_total,
+            superseded=self._supersession.total,
             learn_queue=len(self._learn_queue),
             learn_dropped=self._learn_dropped,
             learned_texts=self._learned_texts,
