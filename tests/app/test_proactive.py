@@ -1,0 +1,73 @@
+"""Speaking later: a ``wait`` comes back with no new input; a reminder survives a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.app.conftest import FakeClock, make_config, running
+from tests.support.openai_server import ScriptedOpenAIServer
+
+pytestmark = pytest.mark.asyncio
+
+
+def call(name: str, **arguments: object) -> dict[str, object]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+async def test_wait_brings_the_bot_back_later_without_new_input(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(
+        call("wait", seconds=60, reason="等他把话说完"), call("reply", text="说完了吗？我在听")
+    )
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 我跟你说个事", addressed=True)
+        await h.settle()
+        assert h.bot.calls == []
+        assert len(openai_server.chat_requests) == 1
+        await h.advance(30)
+        assert len(openai_server.chat_requests) == 1  # nothing runs while it waits
+        await h.advance(31)
+        assert h.bot.texts() == ["说完了吗？我在听"]
+    resumed = openai_server.chat_requests[1].messages
+    tool_results = [m["content"] for m in resumed if m.get("role") == "tool"]
+    assert any("resumed after waiting" in text for text in tool_results)
+
+
+async def test_a_reminder_fires_after_a_restart_without_asking_the_model_again(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(
+        call("schedule_message", text="该喝水了", delay_minutes=10),
+        call("reply", text="好，十分钟后提醒你"),
+    )
+    config = make_config(openai_server)
+    clock = FakeClock()
+    async with running(config, data_dir, clock=clock) as h:
+        await h.say("灰风 十分钟后提醒我喝水", addressed=True)
+        await h.settle()
+        assert h.bot.texts() == ["好，十分钟后提醒你"]
+        await h.advance(60)
+    requests = len(openai_server.chat_requests)
+    clock.advance(11 * 60)
+    async with running(config, data_dir, clock=clock) as h:
+        await h.settle()
+        assert h.bot.texts("group:500") == ["提醒：该喝水了"]
+        await h.advance(3600)
+        assert h.bot.texts("group:500") == ["提醒：该喝水了"]  # once
+    assert len(openai_server.chat_requests) == requests
+
+
+async def test_a_reminder_is_only_for_the_chat_that_asked(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(call("schedule_message", text="开会", delay_minutes=1), call("reply", text="好"))
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 一分钟后提醒大家开会", chat="group:777", addressed=True)
+        await h.settle()
+        await h.say("闲聊", chat="group:500")
+        await h.advance(61)
+        assert h.bot.texts("group:777") == ["好", "提醒：开会"]
+        assert h.bot.texts("group:500") == []

@@ -1,0 +1,58 @@
+"""Continuity: what the bot knew before a restart is in what it sees after it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.app.conftest import FakeClock, make_config, running
+from tests.support.openai_server import ScriptedOpenAIServer
+
+pytestmark = pytest.mark.asyncio
+
+
+def reply(text: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "reply", "arguments": {"text": text}}]}
+
+
+async def test_a_restart_resumes_the_conversation(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(reply("先定压缩触发条件：每十轮一次"), reply("接着说触发条件"))
+    config = make_config(openai_server)
+    clock = FakeClock()
+    async with running(config, data_dir, clock=clock) as h:
+        await h.say("灰风 我们来设计记忆层的压缩触发条件", addressed=True)
+        await h.settle()
+        assert h.bot.texts() == ["先定压缩触发条件：每十轮一次"]
+        said = str(h.bot.next_id)  # the platform id of the bot's reply
+    clock.advance(120)
+    async with running(config, data_dir, clock=clock) as h:
+        await h.say("灰风 继续刚才的", addressed=True, reply_to=said)
+        await h.settle()
+        assert h.bot.texts() == ["接着说触发条件"]
+    after = openai_server.chat_requests[1].messages
+    # The conversation thread came back: the bot's earlier turn is in the dialogue, as its own turn...
+    assert {"role": "assistant", "content": "先定压缩触发条件：每十轮一次"} in after
+    # ...and the closed session handed over to the new one.
+    handoff = [m["content"] for m in after if m["role"] == "system" and "交接" in m["content"]]
+    assert handoff
+    assert "我们来设计记忆层的压缩触发条件" in handoff[0]
+
+
+async def test_a_quiet_period_survives_a_restart(openai_server: ScriptedOpenAIServer, data_dir: Path) -> None:
+    openai_server.load({"default": reply("我在")})
+    config = make_config(openai_server)
+    clock = FakeClock()
+    async with running(config, data_dir, clock=clock) as h:
+        await h.runtime.control.mute("group:500", clock() + 1800, by="42", reason="mute_word")
+    clock.advance(60)
+    async with running(config, data_dir, clock=clock) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        assert h.bot.calls == []
+        await h.advance(1800)
+        await h.say("灰风 现在呢", addressed=True)
+        await h.settle()
+        assert h.bot.texts() == ["我在"]
