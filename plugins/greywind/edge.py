@@ -218,7 +218,20 @@ class Edge:
                 return
         if not message.from_self:
             message = await self._quiet_words(message, inbound.body)
+        if message.addressed:
+            # Addressed messages are the ones that cost a model call: each gets one line; chatter none.
+            self._log_addressed(message, inbound.how_addressed)
         await self._submit(message.chat_id, partial(self.gateway.on_message, message))
+
+    def _log_addressed(self, message: ChatMessage, how: str) -> None:
+        log.info(
+            "addressed",
+            chat_id=message.chat_id,
+            message_id=message.message_id,
+            sender_id=message.sender_id,
+            how=how,
+            chars=len(message.text),
+        )
 
     async def _quiet_words(self, message: ChatMessage, body: str) -> ChatMessage:
         chat = message.chat_id
@@ -274,6 +287,7 @@ class Edge:
                 poke = convert_poke(event, self._rules_for(self_id), now=now)
                 if poke is not None:
                     self._messages += 1
+                    self._log_addressed(poke, "poke")
                     await self._submit(poke.chat_id, partial(self.gateway.on_message, poke))
                 return
             notice = interpret_notice(event, self_id, now=now)

@@ -20,14 +20,18 @@ GROUP = 777_001
 ADMIN = 4_242
 
 
-def logged_message(message_id: int):  # type: ignore[no-untyped-def]
+def logged_message(message_id: int | str):  # type: ignore[no-untyped-def]
     return lambda record: record.get("message_id") == str(message_id)
+
+
+def has_hint(record: dict[str, object]) -> bool:
+    return "hint" in record
 
 
 async def test_starts_without_a_model_says_what_to_set_and_sends_nothing(tmp_path: Path) -> None:
     bot = BotProcess(tmp_path).start()
     try:
-        (hint,) = bot.wait_for_log("no_model")
+        (hint,) = bot.wait_for_log("no_model", has_hint)
         assert "GREYWIND_LLM_BASE_URL" in hint["hint"]
         assert "GREYWIND_LLM_MODEL" in hint["hint"]
         assert "shadow mode" in hint["hint"]
@@ -41,10 +45,11 @@ async def test_starts_without_a_model_says_what_to_set_and_sends_nothing(tmp_pat
             private = ob.private_message(self_id=SELF_ID, user_id=42, message=[ob.text("你好")])
             await peer.post(mention)
             await peer.post(private)
-            (seen_mention,) = await bot.await_log("message", logged_message(mention["message_id"]))
-            (seen_private,) = await bot.await_log("message", logged_message(private["message_id"]))
-            assert seen_mention["addressed"] is True
+            (seen_mention,) = await bot.await_log("addressed", logged_message(mention["message_id"]))
+            (seen_private,) = await bot.await_log("addressed", logged_message(private["message_id"]))
+            assert seen_mention["how"] == "mention"
             assert seen_mention["chat_id"] == f"group:{GROUP}"
+            assert seen_private["how"] == "private"
             assert seen_private["chat_id"] == "private:42"
             assert peer.sends() == [], "shadow mode must not send"
         assert (tmp_path / "data").is_dir()
@@ -69,8 +74,8 @@ async def test_reply_to_the_bot_is_resolved_through_get_msg(tmp_path: Path) -> N
             await peer.post(answer)
             call = await peer.wait_for_call("get_msg")
             assert int(call.params["message_id"]) == 555
-            (seen,) = await bot.await_log("message", logged_message(answer["message_id"]))
-            assert seen["addressed"] is True
+            (seen,) = await bot.await_log("addressed", logged_message(answer["message_id"]))
+            assert seen["how"] == "reply"
 
 
 async def test_malformed_events_unknown_segments_and_a_huge_message_break_nothing(tmp_path: Path) -> None:
@@ -90,6 +95,7 @@ async def test_malformed_events_unknown_segments_and_a_huge_message_break_nothin
                 group_id=GROUP,
                 user_id=42,
                 message=[
+                    ob.at(SELF_ID),
                     ob.segment("hologram", shape="cube"),
                     ob.segment("at"),
                     ob.segment("text"),
@@ -97,17 +103,17 @@ async def test_malformed_events_unknown_segments_and_a_huge_message_break_nothin
                 ],
             )
             huge = ob.group_message(
-                self_id=SELF_ID, group_id=GROUP, user_id=43, message=[ob.text("长" * 200_000)]
+                self_id=SELF_ID, group_id=GROUP, user_id=43, message=[ob.at(SELF_ID), ob.text("长" * 200_000)]
             )
             await peer.post(odd)
             await peer.post(huge)
             after = ob.private_message(self_id=SELF_ID, user_id=44, message=[ob.text("还在吗")])
             await peer.post(after)
 
-            (seen_odd,) = await bot.await_log("message", logged_message(odd["message_id"]))
+            (seen_odd,) = await bot.await_log("addressed", logged_message(odd["message_id"]))
             await bot.await_log("message_truncated", logged_message(huge["message_id"]))
-            (seen_huge,) = await bot.await_log("message", logged_message(huge["message_id"]))
-            await bot.await_log("message", logged_message(after["message_id"]))
+            (seen_huge,) = await bot.await_log("addressed", logged_message(huge["message_id"]))
+            await bot.await_log("addressed", logged_message(after["message_id"]))
             assert seen_huge["chars"] < 5_000
             assert seen_odd["chars"] > 0
             assert peer.connected, f"the bot dropped the connection ({peer.close_code} {peer.close_reason})"
@@ -161,10 +167,13 @@ async def test_sigterm_with_a_peer_connected_exits_cleanly_and_closes_the_connec
         for n in range(50):
             await peer.post(
                 ob.group_message(
-                    self_id=SELF_ID, group_id=GROUP + n % 5, user_id=42, message=[ob.text(f"m{n}")]
+                    self_id=SELF_ID,
+                    group_id=GROUP + n % 5,
+                    user_id=42,
+                    message=[ob.at(SELF_ID), ob.text(f" m{n}")],
                 )
             )
-        await bot.await_log("message", count=50)
+        await bot.await_log("addressed", count=50)
         code = bot.stop(timeout=15)
         assert await peer.wait_closed(within=5) is not None
     assert code == 0
@@ -225,9 +234,33 @@ async def test_notices_ban_lift_poke_and_recall(
         assert call.params["group_id"] == GROUP
 
         await peer.post(ob.poke(self_id=SELF_ID, user_id=42, target_id=SELF_ID, group_id=GROUP))
-        (poked,) = await bot.await_log("message", lambda r: str(r.get("message_id", "")).startswith("poke-"))
-        assert poked["addressed"] is True
+        (poked,) = await bot.await_log("addressed", lambda r: r.get("how") == "poke")
+        assert poked["chat_id"] == f"group:{GROUP}"
 
         said = await peer.say_in_group(GROUP, 42, "发错了")
         await peer.post(ob.group_recall(self_id=SELF_ID, group_id=GROUP, user_id=42, message_id=said))
         await bot.await_log("notice", lambda r: r.get("kind") == "Recalled")
+
+
+async def test_a_failed_send_is_retried_once_over_the_wire(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    bot = start_bot(model=openai_server, env={"SUPERUSERS": f'["{ADMIN}"]'})
+    async with OneBotPeer(bot.ws_url, self_id=SELF_ID) as peer:
+        await bot.await_log("bot_connected")
+        peer.fail_next("send_group_msg")
+        asked = await peer.say_in_group(GROUP, ADMIN, "/status")
+        first = await peer.wait_for_call("send_group_msg")
+        second = await peer.wait_for_call("send_group_msg", after=peer.calls.index(first) + 1)
+        assert first.answer["status"] == "failed"
+        assert second.answer["status"] == "ok"
+        assert first.segments[0] == {"type": "reply", "data": {"id": str(asked)}}
+        # Both attempts failing is a logged result, not a crash: the next command is still answered.
+        peer.fail_next("send_group_msg", times=2)
+        await peer.say_in_group(GROUP, ADMIN, "/status")
+        await bot.await_log("send_failed", count=3)
+        before = len(peer.calls)
+        await peer.say_in_group(GROUP, ADMIN, "/status")
+        answered = await peer.wait_for_call("send_group_msg", after=before)
+        assert answered.answer["status"] == "ok"
+        assert bot.alive
