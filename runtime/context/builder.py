@@ -165,12 +165,15 @@ class BuilderSettings:
 
 @dataclass(frozen=True, slots=True)
 class BuiltContext:
-    """The packet and what was decided on the way; ``degraded`` names parts that failed and were left out."""
+    """The packet and what was decided on the way; ``degraded`` names parts that failed and were left out.
+
+    ``session_created`` is true when this turn opened a new session (seed 001's session start)."""
 
     packet: ContextPacket
     resolution: Resolution | None
     session: Session | None
     degraded: tuple[str, ...] = ()
+    session_created: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +260,7 @@ class ContextBuilder:
         )
         thread = resolution.thread if resolution is not None else None
         session: Session | None = None
+        session_created = False
         handoff = None
         if thread is not None:
             opened = await self._try(
@@ -267,6 +271,7 @@ class ContextBuilder:
             )
             if opened is not None:
                 session = opened.session
+                session_created = opened.created
                 handoff = opened.handoff or await self._try(
                     "handoff", self._sessions.handoffs.for_session(session), failed, chat_id
                 )
@@ -333,7 +338,7 @@ class ContextBuilder:
         )
         self._by_reason[why.value] += 1
         self._degraded += bool(failed)
-        return BuiltContext(packet, resolution, session, tuple(failed))
+        return BuiltContext(packet, resolution, session, tuple(failed), session_created)
 
     async def record_reply(
         self,

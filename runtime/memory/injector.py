@@ -60,6 +60,9 @@ __all__ = ["CompressionOutcome", "Compressor", "InjectorStatistics", "MemoryInje
 
 log = structlog.get_logger("greywind.memory")
 
+# A noted reply and its stored copy differ in id and by the send's latency at most this much.
+_SAME_MESSAGE_SECONDS = 10.0
+
 
 class Compressor(Protocol):
     """The model access the injector needs: ``runtime.llm.ModelRouter`` fits."""
@@ -431,13 +434,22 @@ class MemoryInjector:
     async def _transcript(self, conv: _Conversation, since: float | None) -> list[StoredMessage]:
         """Messages after the last summary: the store's, plus those noted but perhaps not yet flushed.
 
-        ``since`` is inclusive: a message at exactly the cut-off may be sent twice, never skipped.
+        ``since`` is inclusive: a message at exactly the cut-off may be sent twice, never skipped. A
+        noted message is the same as a stored one with its id, or — the bot's replies are noted before
+        the platform gives them an id — with its speaker side and text within a few seconds.
         """
         stored = await self._store.recent_messages(conv.key, limit=self.settings.transcript_fetch_max)
         found = {m.message_id: m for m in stored if since is None or m.time >= since}
+        seen: dict[tuple[bool, str], list[float]] = {}
+        for message in found.values():
+            seen.setdefault((message.from_self, message.text.strip()), []).append(message.time)
         for message in conv.buffer:
-            if since is None or message.time >= since:
-                found.setdefault(message.message_id, message)
+            if (since is not None and message.time < since) or message.message_id in found:
+                continue
+            times = seen.get((message.from_self, message.text.strip()), [])
+            if any(abs(t - message.time) <= _SAME_MESSAGE_SECONDS for t in times):
+                continue
+            found[message.message_id] = message
         return sorted(found.values(), key=lambda m: (m.time, m.message_id))
 
     # -- state ---------------------------------------------------------------------------------------

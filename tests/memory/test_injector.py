@@ -17,7 +17,7 @@ from runtime.memory.errors import CompressionFailedError
 from runtime.memory.export import COMPRESSED_FILE, INJECTION_LOG_FILE, conversation_dir
 from runtime.memory.prompt import COMPRESSION_MARKER
 from runtime.memory.summary import CompressedSummary
-from runtime.store.records import MemorySummary
+from runtime.store.records import MemorySummary, StoredMessage
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 from tests.support.memory_dialogue import CHAT, FACTS, Dialogue, dialogue_config, fact_compressor
 from tests.support.openai_server import RecordedRequest, ScriptedOpenAIServer
@@ -323,3 +323,32 @@ async def test_a_corrupt_stored_summary_is_replaced_not_fatal(
         assert document.total_rounds_processed == 10
     finally:
         await dialogue.aclose()
+
+
+@pytest.mark.asyncio
+async def test_the_transcript_holds_unflushed_messages_once_and_store_copies_once(
+    sqlite_store: SqliteStore, model: ScriptedOpenAIServer
+) -> None:
+    dialogue = Dialogue(sqlite_store, dialogue_config(model.base_url))
+    injector = dialogue.layer.injector
+    try:
+        t = dialogue.now
+        user = StoredMessage(CHAT.chat_id, "u-x", "10001", "阿澈", t, "记住：周日去看海。")
+        noted_reply = StoredMessage(
+            CHAT.chat_id, "ep-9:reply", "self", "灰风", t + 1, "好，周日看海。", from_self=True
+        )
+        # The writer has flushed the reply under the platform's id, but not the user's message yet.
+        flushed_reply = StoredMessage(
+            CHAT.chat_id, "9001", "bot", "灰风", t + 2, "好，周日看海。", from_self=True
+        )
+        await sqlite_store.append_messages([flushed_reply])
+        await injector.note_round(CHAT.chat_id, [user, noted_reply], now=t + 2)
+        outcome = await injector.compress_now(CHAT.chat_id)
+    finally:
+        await dialogue.aclose()
+    assert outcome.messages == 2
+    [request] = compressions(model)
+    assert request.last_user_text.count("周日去看海") == 1
+    assert request.last_user_text.count("好，周日看海") == 1
+    document = await injector.document(CHAT.chat_id)
+    assert document.summary.confirmed_decisions == ("记住：周日去看海。",)

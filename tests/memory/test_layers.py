@@ -107,3 +107,27 @@ async def test_serve_compresses_in_the_background_of_a_task_group(
     assert len([r for r in model.chat_requests if COMPRESSION_MARKER in r.all_text]) == 1
     assert injector.pending() == ()
     assert all(f.statement in document.summary.confirmed_decisions for f in FACTS)
+
+
+@pytest.mark.asyncio
+async def test_a_new_session_after_a_long_silence_compresses_what_was_left(
+    sqlite_store: SqliteStore, model: ScriptedOpenAIServer
+) -> None:
+    dialogue = Dialogue(sqlite_store, dialogue_config(model.base_url))
+    try:
+        await dialogue.run(4)
+        assert dialogue.session_starts == 1  # the first round; nothing to compress yet
+        dialogue.pause(4 * 3600)  # past [context].session_idle_timeout_ms
+        sent = await dialogue.step()
+        assert dialogue.session_starts == 2
+        compressions = [r for r in model.chat_requests if COMPRESSION_MARKER in r.all_text]
+        assert len(compressions) == 1
+        # Queued when the session opened, run by the background job after the turn: rounds 1–5.
+        assert "第 1–5 轮" in compressions[0].last_user_text
+    finally:
+        await dialogue.aclose()
+    # The compression ran off the reply path: the round that started the session was sent without it.
+    assert "# 记忆摘要" not in "\n".join(m["content"] for m in sent)
+    document = await dialogue.layer.injector.document(CHAT.chat_id)
+    assert document.version == 1
+    assert [f.statement for f in FACTS[:5]] == list(document.summary.confirmed_decisions)

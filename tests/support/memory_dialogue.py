@@ -189,6 +189,12 @@ class Dialogue:
             store, config, self.layer, counter=self.router.estimator
         )
         self.round = start_round - 1
+        self.offset = 0.0
+        self.session_starts = 0
+
+    def pause(self, seconds: float) -> None:
+        """Silence before the next round (long enough, and the next round opens a new session)."""
+        self.offset += seconds
 
     async def aclose(self) -> None:
         await self.router.aclose()
@@ -200,7 +206,7 @@ class Dialogue:
         """
         self.round += 1
         n = self.round
-        self.now = T0 + n * ROUND_SECONDS
+        self.now = T0 + n * ROUND_SECONDS + self.offset
         trigger = ChatMessage(
             message_id=f"u{n}",
             chat_kind=ChatKind.PRIVATE,
@@ -214,9 +220,12 @@ class Dialogue:
         stored = StoredMessage.from_chat_message(trigger, thread_id=THREAD)
         await self.store.append_messages([stored])
         await self.layer.profiles.observe(trigger, now=self.now)
-        _, prompt = await self.runtime.prepare(
+        built, prompt = await self.runtime.prepare(
             trigger, chat=CHAT, now=self.now, reason="forced", conversation_thread_id=THREAD
         )
+        if built.session_created:  # seed 001: force_on_session_start
+            self.session_starts += 1
+            await self.layer.injector.note_session_start(CHAT.chat_id, now=self.now)
         sent = prompt.as_messages()
         result = await self.router.chat(sent, chat_id=CHAT.chat_id)
         reply = StoredMessage(
