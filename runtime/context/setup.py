@@ -104,6 +104,7 @@ def context_runtime(
     *,
     ids: IdFactory | None = None,
     counter: object | None = None,
+    model: str | None = None,
     context_window: int | None = None,
     summarizer: Summarizer | None = None,
     embedder: Embedder | None = None,
@@ -173,7 +174,7 @@ def context_runtime(
     assembler = PromptAssembler(
         context_window=budget + ctx.reply_reserve_tokens,
         reply_reserve=ctx.reply_reserve_tokens,
-        counter=as_counter(counter),
+        counter=as_counter(counter, model=model),
         summary_max_tokens=strategy.system_prompt_max_tokens if injection.enabled else None,
     )
     return ContextRuntime(

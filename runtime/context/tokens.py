@@ -9,6 +9,7 @@ vocabularies), because a prompt that overruns the window fails while one that un
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
@@ -30,16 +31,11 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
-def _is_wide(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        0x2E80 <= code <= 0x9FFF  # CJK radicals, kana, unified ideographs
-        or 0xAC00 <= code <= 0xD7AF  # hangul
-        or 0xF900 <= code <= 0xFAFF
-        or 0xFF00 <= code <= 0xFFEF  # full-width forms and punctuation
-        or 0x20000 <= code <= 0x2FA1F
-        or code >= 0x1F000  # emoji: several byte-level tokens each
-    )
+# CJK radicals, kana and unified ideographs; hangul; compatibility ideographs; full-width forms and
+# punctuation; the supplementary ideographs; emoji (several byte-level tokens each).
+_WIDE = re.compile(
+    "[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002fa1f\U0001f000-\U0010ffff]"
+)
 
 
 class RoughTokenCounter:
@@ -52,7 +48,7 @@ class RoughTokenCounter:
             return 0
         if text.isascii():
             return math.ceil(len(text) / 3)
-        wide = sum(1 for ch in text if _is_wide(ch))
+        wide = len(_WIDE.findall(text))
         return math.ceil(wide * 1.2 + (len(text) - wide) / 3)
 
 
@@ -68,10 +64,15 @@ class _TextCounter:
         return self._count_text(text)
 
 
-def as_counter(estimator: object | None) -> TokenCounter:
-    """Anything with ``count(text)`` or ``count_text(text)`` as a :class:`TokenCounter`; ``None`` → rough."""
+def as_counter(estimator: object | None, *, model: str | None = None) -> TokenCounter:
+    """Anything with ``count(text)``, or ``runtime.llm.tokens.TokenEstimator`` (its ``estimate_text``
+    calibrated for ``model`` when one is named, else its raw ``count_text``), as a :class:`TokenCounter`;
+    ``None`` gives the rough fallback."""
     if estimator is None:
         return RoughTokenCounter()
+    estimate_text = getattr(estimator, "estimate_text", None)
+    if model is not None and callable(estimate_text):
+        return _TextCounter(lambda text: int(estimate_text(text, model=model)))
     count = getattr(estimator, "count", None)
     if callable(count):
         return estimator  # type: ignore[return-value]
