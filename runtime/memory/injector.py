@@ -52,7 +52,14 @@ from runtime.memory.summary import (
     summary_tokens,
     trim_summary,
 )
-from runtime.memory.triggers import Counters, TriggerCheck, after_compression, note_round, note_session_start
+from runtime.memory.triggers import (
+    Counters,
+    TriggerCheck,
+    after_compression,
+    due_reason,
+    note_round,
+    note_session_start,
+)
 from runtime.store.protocol import Store
 from runtime.store.records import MemorySummary, StoredMessage
 
@@ -266,9 +273,9 @@ class MemoryInjector:
         queued = 0
         for record in await self._store.list_memory_summaries():
             conv = await self._load(record.conversation, record)
-            check = note_session_start(conv.counters, self.settings.triggers)
-            if check.reason is not None and check.reason.value != "force_on_session_start":
-                self._queue(conv, now, check.reason.value)
+            reason = due_reason(conv.counters, self.settings.triggers)
+            if reason is not None:
+                self._queue(conv, now, reason.value)
                 queued += 1
         return queued
 
@@ -282,7 +289,11 @@ class MemoryInjector:
         task_status.started()
         while True:
             self._wakeup = anyio.Event()
-            await self.run_pending()
+            try:
+                await self.run_pending()
+            except Exception:  # failures stay local; each compression already retries on its own
+                log.exception("memory.serve_round_failed")
+                await anyio.sleep(self.settings.retry_base)
             next_at = self.next_due_at()
             delay = None if next_at is None else max(0.0, next_at - self._clock())
             with anyio.move_on_after(delay):
@@ -319,7 +330,11 @@ class MemoryInjector:
             due_at = self._due.get(key)
             if now is not None and (due_at is None or due_at > now):
                 return CompressionOutcome(key, ok=True)
-            return await self._compress_once(conv)
+            try:
+                return await self._compress_once(conv)
+            except Exception as exc:  # the store behind the transcript, a bug: retried like a model fault
+                log.exception("memory.compression_crashed", conversation=key)
+                return await self._failed(conv, exc)
 
     async def _compress_once(self, conv: _Conversation) -> CompressionOutcome:
         key = conv.key
@@ -356,9 +371,6 @@ class MemoryInjector:
             )
             body = parse_summary_answer(result.text)
         except (LLMError, InvalidSummaryError) as exc:
-            return await self._failed(conv, exc)
-        except Exception as exc:  # failures stay local: a bug in one answer must not stop the job
-            log.exception("memory.compression_crashed", conversation=key)
             return await self._failed(conv, exc)
 
         body, dropped = trim_summary(body, cfg.system_prompt_max_tokens, cfg.priority, self._counter.count)
@@ -427,9 +439,9 @@ class MemoryInjector:
     def _settle(self, conv: _Conversation, now: float) -> None:
         """After a compression: off the queue, unless rounds noted meanwhile made it due again."""
         self._due.pop(conv.key, None)
-        check = note_session_start(conv.counters, self.settings.triggers)
-        if check.reason is not None and check.reason.value != "force_on_session_start":
-            self._queue(conv, now, check.reason.value)
+        reason = due_reason(conv.counters, self.settings.triggers)
+        if reason is not None:
+            self._queue(conv, now, reason.value)
 
     async def _transcript(self, conv: _Conversation, since: float | None) -> list[StoredMessage]:
         """Messages after the last summary: the store's, plus those noted but perhaps not yet flushed.

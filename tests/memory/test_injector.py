@@ -17,6 +17,7 @@ from runtime.memory.errors import CompressionFailedError
 from runtime.memory.export import COMPRESSED_FILE, INJECTION_LOG_FILE, conversation_dir
 from runtime.memory.prompt import COMPRESSION_MARKER
 from runtime.memory.summary import CompressedSummary
+from runtime.store.memory import MemoryStore
 from runtime.store.records import MemorySummary, StoredMessage
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 from tests.support.memory_dialogue import CHAT, FACTS, Dialogue, dialogue_config, fact_compressor
@@ -352,3 +353,39 @@ async def test_the_transcript_holds_unflushed_messages_once_and_store_copies_onc
     assert request.last_user_text.count("好，周日看海") == 1
     document = await injector.document(CHAT.chat_id)
     assert document.summary.confirmed_decisions == ("记住：周日去看海。",)
+
+
+class FlakyStore(MemoryStore):
+    """Reading recent messages fails while ``broken`` (a locked or vanished database)."""
+
+    broken = False
+
+    async def recent_messages(self, chat_id: str, **kwargs: Any) -> list[StoredMessage]:
+        if self.broken:
+            raise OSError("database is locked")
+        return await super().recent_messages(chat_id, **kwargs)
+
+
+@pytest.mark.asyncio
+async def test_a_store_fault_during_compression_stays_in_the_background_job(
+    model: ScriptedOpenAIServer,
+) -> None:
+    store = FlakyStore()
+    dialogue = Dialogue(store, dialogue_config(model.base_url))
+    injector = dialogue.layer.injector
+    try:
+        store.broken = True
+        for _ in range(10):
+            await dialogue.step()  # replies go on (the builder degrades around the store too)
+        assert compressions(model) == []
+        assert injector.statistics().failures == 1
+        retry_at = injector.next_due_at()
+        assert retry_at is not None
+        store.broken = False
+        dialogue.now = retry_at
+        [outcome] = await injector.run_pending(retry_at)
+        assert outcome.ok
+        assert (await injector.document(CHAT.chat_id)).version == 1
+    finally:
+        await dialogue.aclose()
+        await store.close()
