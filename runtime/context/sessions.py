@@ -17,7 +17,8 @@ new one and delivers the previous session's handoff to it. On start,
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -127,7 +128,7 @@ def _stamp(when: float) -> str:
 class SessionManager:
     """Creates, updates, interrupts and closes sessions; every change is written through to the store."""
 
-    __slots__ = ("_closed", "_counts", "_handoffs", "_ids", "_lock", "_settings", "_store")
+    __slots__ = ("_closed", "_counts", "_handoffs", "_ids", "_locks", "_settings", "_store")
 
     def __init__(
         self,
@@ -141,15 +142,25 @@ class SessionManager:
         self._handoffs = handoffs
         self._settings = settings or SessionSettings()
         self._ids = ids or counter_ids()
-        self._lock: anyio.Lock | None = None
+        self._locks: dict[tuple[str, str], anyio.Lock] = {}
         self._counts: Counter[str] = Counter()
         self._closed: Counter[str] = Counter()
 
-    def _guard(self) -> anyio.Lock:
-        # Made on first use, inside the event loop; serialises open/close so one chat never gets two.
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        return self._lock
+    @asynccontextmanager
+    async def _locked(self, topic_thread_id: str, chat_id: str) -> AsyncIterator[None]:
+        """One lock per (topic thread, chat): a chat never gets two open sessions of a thread, a turn
+        never revives a session being closed, and a slow handoff in one chat never holds up another."""
+        key = (topic_thread_id, chat_id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        try:
+            async with lock:
+                yield
+        finally:
+            stats = lock.statistics()
+            if not stats.locked and stats.tasks_waiting == 0 and self._locks.get(key) is lock:
+                del self._locks[key]
 
     @property
     def handoffs(self) -> HandoffManager:
@@ -178,8 +189,11 @@ class SessionManager:
         now: float,
         screen_context: Mapping[str, Any] | None = None,
     ) -> OpenedSession:
-        """The session this turn belongs to: the open one, woken or resumed, or a new one."""
-        async with self._guard():
+        """The session this turn belongs to: the open one, woken or resumed, or a new one.
+
+        A session found silent past the timeout is closed first with the deterministic digest: a user's
+        turn never waits for the model (the background :meth:`sweep` writes model digests)."""
+        async with self._locked(thread.id, chat_id):
             open_ = await self._store.list_sessions(
                 topic_thread_id=thread.id, chat_id=chat_id, states=OPEN_SESSION_STATES
             )
@@ -197,7 +211,9 @@ class SessionManager:
                         current = await self._move(current, SessionState.ACTIVE, now, **changes)
                     self._counts["resumed" if resumed else "reused"] += 1
                     return OpenedSession(current, created=False, resumed=resumed)
-                closed_previous = await self._close(current, now=now, reason=CloseReason.IDLE)
+                closed_previous = await self._close(
+                    current, now=now, reason=CloseReason.IDLE, use_model=False
+                )
             session = Session(
                 id=self._ids("sess"),
                 topic_thread_id=thread.id,
@@ -227,7 +243,21 @@ class SessionManager:
         screen_context: Mapping[str, Any] | None = None,
     ) -> Session:
         """After an input or an output: recent dialogue and actions (capped), resume point, surface."""
-        session = await self.get(session_id)
+        found = await self.get(session_id)
+        async with self._locked(found.topic_thread_id, found.chat_id):
+            return await self._record(
+                await self.get(session_id), now, dialogue, actions, resume_point, screen_context
+            )
+
+    async def _record(
+        self,
+        session: Session,
+        now: float,
+        dialogue: tuple[str, ...],
+        actions: tuple[str, ...],
+        resume_point: str | None,
+        screen_context: Mapping[str, Any] | None,
+    ) -> Session:
         cfg = self._settings
         changes: dict[str, Any] = {
             "recent_dialogue": (session.recent_dialogue + dialogue)[-cfg.dialogue_max :]
@@ -254,7 +284,13 @@ class SessionManager:
         resume_point: str | None = None,
     ) -> Session:
         """Record an interruption and where to resume; the next turn resumes the session."""
-        session = await self.get(session_id)
+        found = await self.get(session_id)
+        async with self._locked(found.topic_thread_id, found.chat_id):
+            return await self._interrupt(await self.get(session_id), now, kind, note, resume_point)
+
+    async def _interrupt(
+        self, session: Session, now: float, kind: InterruptKind, note: str, resume_point: str | None
+    ) -> Session:
         record = {"kind": kind.value, "at": now, "note": note}
         interruptions = (*session.interruptions, record)[-self._settings.interruptions_max :]
         changes: dict[str, Any] = {"interruptions": interruptions}
@@ -268,7 +304,8 @@ class SessionManager:
     async def close(
         self, session_id: str, *, now: float, reason: CloseReason = CloseReason.MANUAL, use_model: bool = True
     ) -> ClosedSession:
-        async with self._guard():
+        found = await self.get(session_id)
+        async with self._locked(found.topic_thread_id, found.chat_id):
             return await self._close(await self.get(session_id), now=now, reason=reason, use_model=use_model)
 
     async def _close(
@@ -322,26 +359,30 @@ class SessionManager:
     async def sweep(self, now: float) -> list[ClosedSession]:
         """Mark silent sessions idle and close those silent past the timeout (call periodically)."""
         closed: list[ClosedSession] = []
-        async with self._guard():
-            for session in await self._store.list_sessions(states=OPEN_SESSION_STATES):
+        for listed in await self._store.list_sessions(states=OPEN_SESSION_STATES):
+            async with self._locked(listed.topic_thread_id, listed.chat_id):
+                session = await self._store.get_session(listed.id)  # a turn may have come meanwhile
+                if session is None or session.state not in OPEN_SESSION_STATES:
+                    continue
                 silent = now - session.updated_at
                 if silent > self._settings.idle_timeout:
                     closed.append(await self._close(session, now=now, reason=CloseReason.IDLE))
                 elif silent > self._settings.idle_after and session.state is SessionState.ACTIVE:
                     # Keep updated_at: idleness is measured from the last turn, not from this mark.
-                    idle = replace(session, state=SessionState.IDLE)
-                    await self._store.upsert_session(idle)
+                    await self._store.upsert_session(replace(session, state=SessionState.IDLE))
         return closed
 
     async def close_all(
         self, now: float, *, reason: CloseReason = CloseReason.SHUTDOWN, use_model: bool = False
     ) -> list[ClosedSession]:
         """Close every open session (a clean shutdown); the fallback digest by default, for speed."""
-        async with self._guard():
-            return [
-                await self._close(s, now=now, reason=reason, use_model=use_model)
-                for s in await self._store.list_sessions(states=OPEN_SESSION_STATES)
-            ]
+        closed: list[ClosedSession] = []
+        for listed in await self._store.list_sessions(states=OPEN_SESSION_STATES):
+            async with self._locked(listed.topic_thread_id, listed.chat_id):
+                session = await self._store.get_session(listed.id)
+                if session is not None and session.state in OPEN_SESSION_STATES:
+                    closed.append(await self._close(session, now=now, reason=reason, use_model=use_model))
+        return closed
 
     async def mark_open_sessions_interrupted(self, now: float) -> int:
         """On start: sessions a killed process left active or idle become interrupted (process exit)."""

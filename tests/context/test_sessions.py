@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import anyio
@@ -280,3 +281,44 @@ async def test_tasks_are_created_updated_and_concluded_under_a_thread(store: Sto
     assert book.statistics().concluded == 1
     with pytest.raises(ValueError, match="done or cancelled"):
         await book.conclude(task.id, "x", now=4.0, status=TaskStatus.OPEN)
+
+
+@pytest.mark.asyncio
+async def test_a_slow_handoff_model_holds_up_no_other_chat_and_no_users_turn(store: Store) -> None:
+    t1 = await thread(store, "topic-1", chats=(G1,))
+    t2 = await thread(store, "topic-2", chats=(G2,))
+    slow = ScriptedSummarizer("hang")  # answers after 10 s; the timeout below is 5 s
+    sessions = manager(store, slow, timeout=5.0)
+    stale = await sessions.open(t1, G1, now=0.0)
+    await sessions.open(t2, G2, now=0.0)
+    async with anyio.create_task_group() as group:
+        group.start_soon(functools.partial(sessions.close, stale.session.id, now=1.0))  # G1's handoff...
+        await anyio.sleep(0.05)
+        with anyio.fail_after(1.0):  # ...while a turn in G2 goes through at once
+            again = await sessions.open(t2, G2, now=10.0)
+        assert not again.created
+        group.cancel_scope.cancel()
+
+    # A turn that finds its session silent past the timeout closes it without asking the model.
+    other = await thread(store, "topic-3", chats=(G1,))
+    old = await sessions.open(other, G1, now=0.0)
+    asked = len(slow.requests)
+    with anyio.fail_after(1.0):
+        fresh = await sessions.open(other, G1, now=5000.0)
+    assert fresh.closed_previous is not None
+    assert fresh.closed_previous.session.id == old.session.id
+    assert fresh.closed_previous.handoff.written_by == "fallback"
+    assert len(slow.requests) == asked
+
+
+@pytest.mark.asyncio
+async def test_a_turn_never_revives_a_session_closed_meanwhile(store: Store) -> None:
+    t = await thread(store)
+    sessions = manager(store)
+    opened = await sessions.open(t, G1, now=0.0)
+    await sessions.sweep(now=5000.0)
+    with pytest.raises(IllegalSessionTransitionError):
+        await sessions.record_turn(opened.session.id, now=5001.0, dialogue=("甲: 还在吗",))
+    stored = await store.get_session(opened.session.id)
+    assert stored is not None
+    assert stored.state is SessionState.HANDOFF_WRITTEN
