@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +55,19 @@ def memory_layer(
     """The injector and profiles from a ``GreyWindConfig``; ``router`` is the ``ModelRouter``.
 
     ``counter`` defaults to the router's estimator when it has one; ``settings`` override
-    :class:`InjectorSettings` fields the config does not name (retry timing, transcript cap...).
+    :class:`InjectorSettings` fields the config does not name (retry timing, transcript cap...). The
+    transcript cap shrinks to what the compression model's window leaves beside the summary.
     """
     injector_settings = InjectorSettings.from_config(config.memory_injection, **settings)
+    window_of = getattr(router, "context_window", None)
+    window = window_of("compression") if callable(window_of) else 0
+    if window and "transcript_max_tokens" not in settings:
+        # The old summary, the instructions and the answer share the compression model's window.
+        room = (
+            window - injector_settings.system_prompt_max_tokens - injector_settings.answer_max_tokens - 1_000
+        )
+        fitted = max(1_000, min(injector_settings.transcript_max_tokens, room))
+        injector_settings = replace(injector_settings, transcript_max_tokens=fitted)
     compensating = bool(getattr(router, "needs_memory_compensation", True))
     profiles = UserProfiles(store)
     injector = MemoryInjector(

@@ -131,3 +131,20 @@ async def test_a_new_session_after_a_long_silence_compresses_what_was_left(
     document = await dialogue.layer.injector.document(CHAT.chat_id)
     assert document.version == 1
     assert [f.statement for f in FACTS[:5]] == list(document.summary.confirmed_decisions)
+
+
+def test_the_transcript_cap_fits_the_compression_models_window() -> None:
+    small = {
+        "name": "small",
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "small-16k",
+        "context_window": 16_384,
+        "roles": ["chat", "compression"],
+    }
+    config = parse_config({"models": {"providers": [small]}})
+    layer = memory_layer(None, config, ModelRouter.from_config(config, env={}))  # type: ignore[arg-type]
+    settings = layer.injector.settings
+    assert settings.transcript_max_tokens == 16_384 - 8_000 - settings.answer_max_tokens - 1_000
+    roomy = parse_config({"models": {"providers": [{**small, "context_window": 128_000}]}})
+    layer = memory_layer(None, roomy, ModelRouter.from_config(roomy, env={}))  # type: ignore[arg-type]
+    assert layer.injector.settings.transcript_max_tokens == 12_000
