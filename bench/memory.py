@@ -15,7 +15,10 @@ Figures (issue 5):
 2. the summary's size against the raw tokens of the rounds it replaces (target ≤ 20%);
 3. what compression cost: calls and tokens of the compression role beside the chat role's;
 4. wall time (medians): ``note_round`` on the reply path, one compression through the loopback model,
-   and one round end to end.
+   and one round end to end;
+5. for each late question, whether the fact it asks about is in the summary, in the retrieved raw
+   history, or either — with the faithful compressor and with one whose summary keeps only the four
+   newest facts (a rolling summary that forgets: retrieval is why the layer keeps both).
 
 The scripted compressor keeps the planted facts and drops the filler, so figure 2 shows the layer's
 mechanics (trimming, folding, injection) with a compressor of known behaviour, not a real model's
@@ -41,8 +44,16 @@ from runtime.logs import configure_logging  # noqa: E402
 from runtime.memory.prompt import COMPRESSION_MARKER  # noqa: E402
 from runtime.store.records import StoredMessage  # noqa: E402
 from runtime.store.sqlite import DB_FILENAME, SqliteStore  # noqa: E402
-from tests.support.memory_dialogue import CHAT, FACTS, Dialogue, dialogue_config, fact_compressor  # noqa: E402
+from tests.support.memory_dialogue import (  # noqa: E402
+    CHAT,
+    FACTS,
+    Dialogue,
+    dialogue_config,
+    fact_compressor,
+    forgetful_compressor,
+)
 from tests.support.openai_server import (  # noqa: E402
+    Responder,
     ScriptedOpenAIServer,
     reference_prompt_tokens,
     reference_token_count,
@@ -57,9 +68,32 @@ def _turn(message: StoredMessage) -> dict[str, str]:
     return {"role": "user", "content": f"{message.sender_name}: {message.text}"}
 
 
-async def one_run(rounds: int, workdir: Path) -> dict[str, float]:
+def _section(text: str, title: str) -> str:
+    """One ``# title`` section of the context system message ('' when absent)."""
+    parts = text.split(f"# {title}", 1)
+    return parts[1].split("\n\n#", 1)[0] if len(parts) == 2 else ""
+
+
+def asked_fact_sources(sent_per_round: list[list[dict[str, str]]]) -> dict[str, int]:
+    """For each question round (55+): is the fact asked about in the summary, the retrieved items, either?"""
+    counts = {"rounds": 0, "summary": 0, "retrieved": 0, "either": 0}
+    for n, sent in enumerate(sent_per_round, start=1):
+        if n < 55:
+            continue
+        context = next((m["content"] for m in sent[1:] if m["role"] == "system"), "")
+        marker = FACTS[(n - 55) % len(FACTS)].marker
+        in_summary = marker in _section(context, "记忆摘要")
+        in_retrieved = marker in _section(context, "相关记忆")
+        counts["rounds"] += 1
+        counts["summary"] += in_summary
+        counts["retrieved"] += in_retrieved
+        counts["either"] += in_summary or in_retrieved
+    return counts
+
+
+async def one_run(rounds: int, workdir: Path, compressor: Responder = fact_compressor) -> dict[str, float]:
     with ScriptedOpenAIServer() as server:
-        server.respond_with(fact_compressor)
+        server.respond_with(compressor)
         server.load({"default": {"text": CHAT_REPLY}})
         store = await SqliteStore.open(workdir / DB_FILENAME)
         dialogue = Dialogue(store, dialogue_config(server.base_url), data_dir=workdir)
@@ -117,7 +151,9 @@ async def one_run(rounds: int, workdir: Path) -> dict[str, float]:
         finally:
             await dialogue.aclose()
             await store.close()
+    sources = asked_fact_sources(sent_per_round)
     return {
+        **{f"asked_{key}": value for key, value in sources.items()},
         "rounds": rounds,
         "sent_tokens": sent_tokens,
         "full_tokens": full_tokens,
@@ -176,7 +212,21 @@ def main() -> int:
         f"  wall time (median): note_round {med['note_ms']:.2f} ms, compression {med['compress_ms']:.1f} ms "
         f"(loopback model), round end to end {med['round_ms']:.1f} ms"
     )
+    if args.rounds >= 55:
+        lossy = asyncio.run(_forgetful(args.rounds))
+        print("  the fact each late question asks about, found in the prompt (rounds 55+):")
+        for label, run in (("faithful summary", r), ("summary keeping 4 facts", lossy)):
+            print(
+                f"    {label:<24} summary {run['asked_summary']:.0f}/{run['asked_rounds']:.0f}  "
+                f"retrieval {run['asked_retrieved']:.0f}/{run['asked_rounds']:.0f}  "
+                f"either {run['asked_either']:.0f}/{run['asked_rounds']:.0f}"
+            )
     return 0 if r["facts_min"] == len(FACTS) else 1
+
+
+async def _forgetful(rounds: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as directory:
+        return await one_run(rounds, Path(directory), forgetful_compressor(4))
 
 
 if __name__ == "__main__":

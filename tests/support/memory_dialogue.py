@@ -42,6 +42,7 @@ __all__ = [
     "Fact",
     "dialogue_config",
     "fact_compressor",
+    "forgetful_compressor",
     "user_text",
 ]
 
@@ -117,6 +118,21 @@ def _old_summary(text: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return loaded if isinstance(loaded, dict) else {}
+
+
+def forgetful_compressor(keep: int) -> Callable[[RecordedRequest], dict[str, Any] | None]:
+    """Like :func:`fact_compressor`, but its summary keeps only the newest ``keep`` facts — a rolling
+    summary under pressure, the case retrieval of raw history is there for."""
+
+    def respond(request: RecordedRequest) -> dict[str, Any] | None:
+        step = fact_compressor(request)
+        if step is None:
+            return None
+        body = json.loads(step["text"])
+        body["confirmed_decisions"] = body["confirmed_decisions"][-keep:] if keep else []
+        return {"text": json.dumps(body, ensure_ascii=False)}
+
+    return respond
 
 
 def fact_compressor(request: RecordedRequest) -> dict[str, Any] | None:
