@@ -49,7 +49,20 @@ async def scenario(order: list[int], bot_every: int) -> None:
             )
             if not from_self:
                 last[(group, conv)] = message
-        for (group, conv), trigger in last.items():
+        for n, ((group, conv), said_last) in enumerate(sorted(last.items())):
+            # The trigger names only what all conversations share, so a search finds every one of them.
+            trigger = ChatMessage(
+                message_id=f"t{n}",
+                chat_kind=ChatKind.GROUP,
+                chat_ident=group,
+                sender_id=said_last.sender_id,
+                sender_name=said_last.sender_name,
+                time=len(order) + float(n),
+                text="那火锅到底加不加",
+            )
+            await store.append_messages(
+                [StoredMessage.from_chat_message(trigger, thread_id=f"th-{group}{conv}")]
+            )
             chat = ChatInfo(f"group:{group}", "group", f"群{group}")
             built, prompt = await rt.prepare(
                 trigger,
