@@ -12,7 +12,7 @@ from runtime.memory.export import COMPRESSED_FILE, INJECTION_LOG_FILE, conversat
 from runtime.memory.prompt import COMPRESSION_MARKER
 from runtime.memory.summary import CompressedSummary
 from runtime.store.sqlite import SqliteStore
-from tests.support.memory_dialogue import CHAT, FACTS, Dialogue, dialogue_config
+from tests.support.memory_dialogue import CHAT, FACTS, Dialogue, dialogue_config, forgetful_compressor
 from tests.support.openai_server import ScriptedOpenAIServer
 
 
@@ -87,3 +87,21 @@ async def test_compressions_fold_the_previous_summary_into_the_next(
     on_disk = CompressedSummary.model_validate_json((exported / COMPRESSED_FILE).read_text("utf-8"))
     assert on_disk == document
     assert (exported / INJECTION_LOG_FILE).read_text("utf-8").count('"compressed"') == 3
+
+
+@pytest.mark.asyncio
+async def test_when_the_summary_forgets_retrieval_still_brings_the_asked_fact(
+    sqlite_store: SqliteStore, model: ScriptedOpenAIServer
+) -> None:
+    model.respond_with(forgetful_compressor(4))  # the summary keeps facts 7–10 only
+    dialogue = Dialogue(sqlite_store, dialogue_config(model.base_url))
+    try:
+        sent = await dialogue.run(60)
+    finally:
+        await dialogue.aclose()
+    for n in range(55, 61):
+        asked = FACTS[n - 55]
+        context = sent[n - 1][1]["content"]
+        summary = context.split("# 记忆摘要", 1)[1].split("\n\n#", 1)[0]
+        assert asked.marker not in summary
+        assert asked.marker in context.split("# 相关记忆", 1)[1], f"round {n} lost {asked.marker}"
