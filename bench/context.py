@@ -72,7 +72,9 @@ FIXTURE: tuple[tuple[str, str, str], ...] = (
     ("CJK+ASCII", "爬虫", "乙在用Python写爬虫抓天气数据"),
     ("CJK+ASCII", "用Python写爬虫", "乙在用Python写爬虫抓天气数据"),
     ("CJK+ASCII", "GitHub", "项目代码都放在GitHub上的私有仓库"),
-    ("CJK+ASCII", "iPhone", "老张刚换了iPhone15，蓝色"),
+    ("CJK+ASCII", "塞尔达", "小刘用Switch玩塞尔达玩到凌晨"),
+    # Letters glued to digits: the store indexes "iphone15" as one word, so "iphone" alone misses it.
+    ("ASCII+digits", "iPhone", "老张刚换了iPhone15，蓝色"),
     ("CJK+ASCII", "Switch", "小刘用Switch玩塞尔达玩到凌晨"),
     ("sentence", "周五吃火锅是几点来着", "周五晚上七点在海底捞吃火锅"),
     ("sentence", "谁对花生过敏啊", "老赵对花生过敏，聚餐要注意"),
@@ -147,7 +149,7 @@ async def fill(store: Store, stored: list[StoredMessage], memories: int, groups:
         await store.upsert_memory(
             Memory(f"noise-{i}", scope, scope_id, "fact", text, rng.random(), START + i)
         )
-    for i, (_, _, content) in enumerate(dict.fromkeys(FIXTURE)):
+    for i, content in enumerate(dict.fromkeys(content for _, _, content in FIXTURE)):
         await store.upsert_memory(
             Memory(f"planted-{i}", ScopeType.CHAT, "group:0", "fact", content, 0.5, START + memories + i)
         )

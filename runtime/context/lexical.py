@@ -114,9 +114,11 @@ def lexical_score(terms: tuple[str, ...], haystack: str, words: frozenset[str]) 
     """How much of the input a thread's text covers: 0..1, longer words weigh more.
 
     A word of two or more characters counts when it occurs anywhere in ``haystack`` (so 架构 matches
-    灰风系统架构设计); a one-character word only when it is one of the thread's own ``words``.
+    灰风系统架构设计); a one-character word only when it is one of the thread's own ``words``. Very
+    common words (今天, 我们) count only when the input has nothing else: sharing them means little.
     """
-    content = [t for t in terms if t not in _GENERIC] or list(terms)
+    content = [t for t in terms if t not in _GENERIC and _frequency(t) <= COMMON_WORD]
+    content = content or [t for t in terms if t not in _GENERIC] or list(terms)
     total = sum(min(len(t), 4) for t in content)
     if total == 0:
         return 0.0
