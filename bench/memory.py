@@ -117,8 +117,8 @@ async def one_run(rounds: int, workdir: Path, compressor: Responder = fact_compr
                 compress_times.append(time.perf_counter() - start)
             return outcomes
 
-        injector.note_round = timed_note  # type: ignore[method-assign]
-        injector.run_pending = timed_run  # type: ignore[method-assign]
+        injector.note_round = timed_note  # type: ignore[method-assign,assignment]
+        injector.run_pending = timed_run  # type: ignore[method-assign,assignment]
         try:
             sent_per_round = []
             for _ in range(rounds):

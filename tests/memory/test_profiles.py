@@ -14,7 +14,7 @@ from runtime.memory.profiles import UserProfiles
 from runtime.memory.summary import SummaryBody
 from runtime.store.memory import MemoryStore
 from runtime.store.protocol import Store
-from runtime.store.records import StoredMessage
+from runtime.store.records import StoredMessage, UserProfile
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 
 
@@ -125,7 +125,7 @@ async def test_the_profile_layer_carries_nickname_preferences_and_relationship(s
 
 
 class BrokenStore(MemoryStore):
-    async def upsert_user_profile(self, profile: object) -> None:  # type: ignore[override]
+    async def upsert_user_profile(self, profile: UserProfile) -> None:
         raise OSError("disk full")
 
 
