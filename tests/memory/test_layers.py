@@ -148,3 +148,27 @@ def test_the_transcript_cap_fits_the_compression_models_window() -> None:
     roomy = parse_config({"models": {"providers": [{**small, "context_window": 128_000}]}})
     layer = memory_layer(None, roomy, ModelRouter.from_config(roomy, env={}))  # type: ignore[arg-type]
     assert layer.injector.settings.transcript_max_tokens == 12_000
+
+
+@pytest.mark.asyncio
+async def test_the_five_layers_arrive_in_order_in_what_the_model_is_sent(
+    sqlite_store: SqliteStore, model: ScriptedOpenAIServer
+) -> None:
+    dialogue = Dialogue(sqlite_store, dialogue_config(model.base_url))
+    try:
+        await dialogue.run(12)
+    finally:
+        await dialogue.aclose()
+    request = [r for r in model.chat_requests if COMPRESSION_MARKER not in r.all_text][-1]
+    identity, context, *turns = request.messages
+    # Layers 1–2: identity and language style, the stable prefix.
+    assert identity["role"] == "system"
+    assert "你是灰风" in identity["content"]
+    assert "语言风格" in identity["content"]
+    # Layers 3–4: the summary, then the profile learned from it (nickname from the messages).
+    text = context["content"]
+    assert text.index("# 记忆摘要") < text.index("# 对话者：阿澈（10001）")
+    assert "tech_level: 中级" in text.split("# 对话者", 1)[1]
+    # Layer 5: the raw rounds, then this round's input.
+    assert [m["role"] for m in turns[:2]] == ["user", "assistant"]
+    assert turns[-1]["content"].startswith("阿澈: 第12轮")
