@@ -24,6 +24,7 @@ from runtime.memory.injector import (
     MemoryInjector,
     SummaryListener,
 )
+from runtime.memory.layers import MemoryLayer, five_layer_runtime, memory_layer
 from runtime.memory.profiles import ProfileStatistics, UserProfiles
 from runtime.memory.settings import InjectorSettings
 from runtime.memory.summary import (
@@ -47,6 +48,7 @@ __all__ = [
     "InjectorStatistics",
     "InvalidSummaryError",
     "MemoryInjector",
+    "MemoryLayer",
     "MemoryLayerError",
     "ProfileStatistics",
     "SummaryBody",
@@ -56,6 +58,8 @@ __all__ = [
     "TriggerSettings",
     "UserPreferences",
     "UserProfiles",
+    "five_layer_runtime",
+    "memory_layer",
     "parse_summary_answer",
     "trim_summary",
 ]
