@@ -24,6 +24,7 @@ and a user's own memories only in that user's private chat. Messages are searche
 from __future__ import annotations
 
 import functools
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,6 +86,9 @@ class RetrievalSettings:
     message_keywords_max: int = 1
     embedding_model: str | None = None
     min_cosine: float = 0.3
+    # The stored vectors are kept as one matrix; reloaded when memories are added or this old (vectors
+    # attached later to existing memories do not change the count).
+    vector_cache_seconds: float = 60.0
     # Messages of *other* conversations younger than this are left out: a conversation going on beside
     # this one is not "history", and two conversations in one group must not leak into each other.
     fresh_window: float = 1_800.0
@@ -162,8 +166,8 @@ class RetrievalEngine:
         self._items = 0
         self._by_source: Counter[str] = Counter()
         self._embed_failures = 0
-        # Stored vectors as one matrix per scope set, rebuilt when the number of memories changes.
-        self._vectors: dict[tuple[MemoryScope, ...], tuple[int, list[str], np.ndarray]] = {}
+        # Stored vectors as one matrix per scope set: (memory count, loaded at, ids, unit rows).
+        self._vectors: dict[tuple[MemoryScope, ...], tuple[int, float, list[str], np.ndarray]] = {}
 
     async def retrieve(self, query: RetrievalQuery) -> tuple[RetrievedSlot, ...]:
         cfg = self._settings
@@ -380,8 +384,9 @@ class RetrievalEngine:
     async def _matrix(self, scopes: tuple[MemoryScope, ...]) -> tuple[list[str], np.ndarray]:
         version = await self._store.count_memories()
         cached = self._vectors.get(scopes)
-        if cached is not None and cached[0] == version:
-            return cached[1], cached[2]
+        fresh = cached is not None and time.monotonic() - cached[1] < self._settings.vector_cache_seconds
+        if cached is not None and cached[0] == version and fresh:
+            return cached[2], cached[3]
         rows = await self._store.load_memory_vectors(scopes=scopes, model=self._settings.embedding_model)
         ids: list[str] = []
         arrays: list[np.ndarray] = []
@@ -399,7 +404,7 @@ class RetrievalEngine:
             matrix = np.zeros((0, 0), dtype=np.float32)
         if len(self._vectors) > 64:
             self._vectors.clear()
-        self._vectors[scopes] = (version, ids, matrix)
+        self._vectors[scopes] = (version, time.monotonic(), ids, matrix)
         return ids, matrix
 
     def statistics(self) -> RetrievalStatistics:

@@ -200,3 +200,14 @@ async def test_embeddings_find_what_shares_no_words(store: Store) -> None:
     failing = RetrievalEngine(store, embedder=FakeEmbedder(fail=True))
     assert await failing.retrieve(RetrievalQuery(G1, "晚饭去哪吃")) == ()
     assert failing.statistics().embed_failures == 1
+
+
+@pytest.mark.asyncio
+async def test_vectors_attached_later_are_picked_up(store: Store) -> None:
+    await store.upsert_memory(memory("food", ScopeType.CHAT, G1, "楼下新开了一家川菜馆"))
+    eng = RetrievalEngine(
+        store, settings=RetrievalSettings(vector_cache_seconds=0.0), embedder=FakeEmbedder()
+    )
+    assert await eng.retrieve(RetrievalQuery(G1, "晚饭去哪吃")) == ()
+    await store.save_memory_vector("food", np.asarray([0.9, 0.0, 0.1], dtype="<f4").tobytes())
+    assert [r.source_id for r in await eng.retrieve(RetrievalQuery(G1, "晚饭去哪吃"))] == ["food"]
