@@ -143,19 +143,11 @@ class StatePersistence:
         return report
 
     def _replay_messages(self, stored: tuple[StoredMessage, ...]) -> int:
+        # restore_kernel has put them back into their conversation threads (ids kept).
         rt = self._rt
-        threads = rt.kernel.threads
         for item in sorted(stored, key=lambda m: (m.time, m.message_id)):
-            message = chat_message_of(item)
-            rt.ids.reuse("th", item.thread_id)
-            try:
-                if message.from_self:
-                    rt.kernel.note_outgoing(message)
-                else:
-                    threads.assign(message)
-                    rt.activity.note(message)
-            finally:
-                rt.ids.reuse("th", None)
+            if not item.from_self:
+                rt.activity.note(chat_message_of(item))
             rt.recent.add(item)
         return len(stored)
 

@@ -48,7 +48,8 @@ spends the budget), :meth:`Kernel.note_outgoing` for each message the bot sent (
 conversation thread, which feeds ``thread_continuity`` and ``direct`` of later messages).
 
 Persistence puts state back on start with :meth:`Kernel.restore_events` (non-terminal events; the
-waiting ones are scheduled again) and :meth:`Kernel.restore_speeches` (the budgets). A deliberation
+waiting ones are scheduled again), :meth:`Kernel.restore_speeches` (the budgets) and
+:meth:`Kernel.restore_threads` (conversation threads, from recent messages). A deliberation
 that never finishes (its episode died) stops holding its chat back after
 ``scheduling.deliberation_timeout``.
 """
@@ -86,7 +87,7 @@ from runtime.kernel.outcomes import (
 )
 from runtime.kernel.scheduler import ActivationScheduler
 from runtime.kernel.settings import KernelSettings
-from runtime.kernel.threads import ThreadAssignment, ThreadTracker
+from runtime.kernel.threads import RestoredMessage, ThreadAssignment, ThreadTracker
 
 __all__ = [
     "PERSONA_KEY",
@@ -553,6 +554,29 @@ class Kernel:
         """Put the bot's recent speeches ``{chat_id: [(time, forced), ...]}`` back into the budgets."""
         for chat_id, items in speeches.items():
             self.budgets.restore(chat_id, items)
+
+    def restore_threads(self, messages: Iterable[RestoredMessage], now: float) -> int:
+        """Put conversation threads back on start from recent messages and their stored thread ids.
+
+        See :meth:`ThreadTracker.restore`. The bot's own messages among them mark the live threads it
+        spoke in again (``thread_continuity``, ``direct``), and each chat's latest message within the
+        horizon comes back for ``silence_seconds``. Returns how many messages were taken in.
+        """
+        items = list(messages)
+        taken = self.threads.restore(items, now)
+        horizon = now - self.settings.threads.horizon
+        bot_in_thread, last_at = self._bot_in_thread, self._last_message_at
+        for item in items:
+            message = item.message
+            if message.time < horizon or self.threads.thread_of(message.chat_id, message.message_id) is None:
+                continue
+            chat_id = message.chat_id
+            last_at[chat_id] = max(last_at.get(chat_id, message.time), message.time)
+            thread = self.threads.get(item.thread_id)
+            own = message.from_self or message.sender_id in self._self_ids
+            if own and thread is not None and thread.chat_id == chat_id:
+                bot_in_thread[thread.id] = max(bot_in_thread.get(thread.id, message.time), message.time)
+        return taken
 
     def pending_learning(self) -> int:
         return len(self._learn_queue)

@@ -23,11 +23,15 @@ Everything is bounded: per chat, the number of live threads, of remembered messa
 :meth:`ThreadTracker.thread_of`) and of speakers; per thread, recent message ids, participants and
 vocabulary; per message, the characters and terms read and the threads scored. Threads idle past the
 horizon are pruned; a chat silent for a day is forgotten. Chats never share threads.
+
+Threads survive a restart: :meth:`ThreadTracker.restore` rebuilds them from the messages stored with
+their thread ids (:class:`RestoredMessage`), under the same bounds, keeping the ids.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +44,7 @@ from runtime.kernel.message import ChatMessage
 __all__ = [
     "REPLY_SCORE",
     "ConversationThread",
+    "RestoredMessage",
     "ThreadAssignment",
     "ThreadSettings",
     "ThreadTracker",
@@ -176,6 +181,14 @@ class ThreadAssignment:
 
 
 @dataclass(frozen=True, slots=True)
+class RestoredMessage:
+    """A message from before a restart and the conversation thread it went to then."""
+
+    message: ChatMessage
+    thread_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ThreadTrackerStatistics:
     chats: int
     threads: int
@@ -185,6 +198,7 @@ class ThreadTrackerStatistics:
     by_reason: tuple[tuple[str, int], ...]
     remembered_messages: int  # message ids kept for reply lookup, all chats
     indexed_terms: int  # distinct terms in the chats' thread vocabularies
+    restored: int = 0  # messages taken back in by restore()
 
 
 def _snapshot(thread: ThreadState) -> ConversationThread:
@@ -211,6 +225,9 @@ class ThreadTracker:
         self._created = 0
         self._pruned = 0
         self._reasons: dict[str, int] = {}
+        # Thread ids put back by restore() -> their chat: never issued again, never shared by chats.
+        self._restored_ids: dict[str, str] = {}
+        self._restored = 0
 
     @property
     def settings(self) -> ThreadSettings:
@@ -224,7 +241,6 @@ class ThreadTracker:
         now = message.time
         chat_id = message.chat_id
         chat = self._chat(chat_id)
-        sender = message.sender_id
 
         terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
         replied = chat.messages.get(message.reply_to) if message.reply_to is not None else None
@@ -243,16 +259,43 @@ class ThreadTracker:
         self._absorb(chat, target, message, terms, now)
         self._assigned += 1
         self._reasons[reason] = self._reasons.get(reason, 0) + 1
-        cap = MAX_PEOPLE
-        remember(chat.speakers, sender, (target.id, now), cap)
-        # Whom the message speaks to: its @s, and the author of the message it replies to.
-        spoken_to = message.mentions if replied is None else (*message.mentions, replied[1])
-        for user in spoken_to:
-            if user != sender:
-                remember(chat.addressed, user, (target.id, now), cap)
-                pair_key = (sender, user) if sender < user else (user, sender)
-                remember(chat.pairs, pair_key, (target.id, now), cap)
+        _note_people(chat, message, replied, target.id, now)
         return ThreadAssignment(_snapshot(target), created, reason, score)
+
+    def restore(self, messages: Iterable[RestoredMessage], now: float) -> int:
+        """Rebuild threads from messages stored before a restart; returns how many were taken in.
+
+        The messages are replayed in time order into the threads they went to then, ids kept:
+        threads, participants, vocabularies, who spoke / was @-ed where, and the message ids that
+        replies look up come back as if the messages had just been assigned, under the same bounds.
+        Threads idle past the horizon at ``now`` are then dropped (a reply to one of their remembered
+        messages still brings it back, as it would have before the restart). A restored id is never
+        issued to a new thread. A message whose thread id belongs to another chat is left out: chats
+        never share threads. Call it on start, before the first :meth:`assign`.
+        """
+        s = self._settings
+        taken = 0
+        for item in sorted(messages, key=lambda r: (r.message.time, r.message.message_id)):
+            message, thread_id = item.message, item.thread_id
+            chat_id = message.chat_id
+            owner = self._restored_ids.get(thread_id)
+            live = self._threads.get(thread_id)
+            if (owner is not None and owner != chat_id) or (live is not None and live.chat_id != chat_id):
+                continue
+            self._restored_ids[thread_id] = chat_id
+            when = message.time
+            chat = self._chat(chat_id)
+            thread = chat.threads.get(thread_id)
+            if thread is None:
+                thread = self._revive(chat, thread_id, chat_id, when)
+            replied = chat.messages.get(message.reply_to) if message.reply_to is not None else None
+            terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
+            self._absorb(chat, thread, message, terms, when)
+            _note_people(chat, message, replied, thread_id, when)
+            taken += 1
+        self._restored += taken
+        self._expire(now)
+        return taken
 
     def _absorb(
         self, chat: ChatState, thread: ThreadState, message: ChatMessage, terms: tuple[str, ...], now: float
@@ -303,6 +346,11 @@ class ThreadTracker:
 
     def prune(self, now: float) -> int:
         """Drop threads idle past the horizon, and chats silent for a day; returns threads dropped."""
+        dropped = self._expire(now)
+        self._pruned += dropped
+        return dropped
+
+    def _expire(self, now: float) -> int:
         cutoff = now - self._settings.horizon
         dropped = 0
         for chat_id in list(self._chats):
@@ -315,7 +363,6 @@ class ThreadTracker:
                 dropped += 1
             if not chat.threads and chat.last_at < now - _FORGET_CHAT_AFTER:
                 del self._chats[chat_id]
-        self._pruned += dropped
         return dropped
 
     def statistics(self) -> ThreadTrackerStatistics:
@@ -328,6 +375,7 @@ class ThreadTracker:
             by_reason=tuple(sorted(self._reasons.items())),
             remembered_messages=sum(len(c.messages) for c in self._chats.values()),
             indexed_terms=sum(len(c.postings) for c in self._chats.values()),
+            restored=self._restored,
         )
 
     # -- internals -------------------------------------------------------------------------------
@@ -347,7 +395,7 @@ class ThreadTracker:
 
     def _new_thread(self, chat: ChatState, chat_id: str, now: float) -> ThreadState:
         thread_id = self._ids("th")
-        while thread_id in self._threads:
+        while thread_id in self._threads or thread_id in self._restored_ids:
             thread_id = self._ids("th")
         self._created += 1
         return self._revive(chat, thread_id, chat_id, now)
@@ -364,3 +412,17 @@ class ThreadTracker:
     def _drop(self, chat: ChatState, thread: ThreadState) -> None:
         chat.remove(thread)
         self._threads.pop(thread.id, None)
+
+
+def _note_people(
+    chat: ChatState, message: ChatMessage, replied: tuple[str, str] | None, thread_id: str, now: float
+) -> None:
+    """Remember where the sender spoke and whom the message spoke to (its @s, the replied author)."""
+    sender = message.sender_id
+    remember(chat.speakers, sender, (thread_id, now), MAX_PEOPLE)
+    spoken_to = message.mentions if replied is None else (*message.mentions, replied[1])
+    for user in spoken_to:
+        if user != sender:
+            remember(chat.addressed, user, (thread_id, now), MAX_PEOPLE)
+            pair_key = (sender, user) if sender < user else (user, sender)
+            remember(chat.pairs, pair_key, (thread_id, now), MAX_PEOPLE)

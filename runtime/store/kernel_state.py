@@ -2,7 +2,8 @@
 
 The kernel never imports the store; this module is the bridge, used by whoever owns both (the
 lifespan). Events keep every ``BotEvent`` field; lexicon terms keep every ``KeywordTerm`` field
-(the ones without a column travel in ``extra``), so a restart restores the lexicon exactly.
+(the ones without a column travel in ``extra``), so a restart restores the lexicon exactly. Recent
+messages carry their conversation thread ids back into the ThreadTracker.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from runtime.kernel.lexicon.terms import (
     LexiconScope,
     TermStatus,
 )
-from runtime.store.records import EventRecord, LexiconTermRecord, RuntimeState, SpeechRecord
+from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
+from runtime.kernel.threads import RestoredMessage
+from runtime.store.records import EventRecord, LexiconTermRecord, RuntimeState, SpeechRecord, StoredMessage
 
 if TYPE_CHECKING:
     from runtime.kernel.kernel import Kernel
@@ -118,19 +121,47 @@ def speech_pairs(speeches: Mapping[str, Sequence[SpeechRecord]]) -> dict[str, li
     return {chat: [(s.time, s.forced) for s in items] for chat, items in speeches.items()}
 
 
+def chat_message(stored: StoredMessage) -> ChatMessage:
+    """The kernel's message back from a stored one (a private message always addressed the bot)."""
+    kind, ident = parse_chat_id(stored.chat_id)
+    return ChatMessage(
+        message_id=stored.message_id,
+        chat_kind=kind,
+        chat_ident=ident,
+        sender_id=stored.sender_id,
+        sender_name=stored.sender_name,
+        time=stored.time,
+        text=stored.text,
+        mentions=stored.mentions,
+        reply_to=stored.reply_to,
+        addressed=stored.addressed or kind is ChatKind.PRIVATE,
+        from_self=stored.from_self,
+    )
+
+
+def restored_messages(messages: Iterable[StoredMessage]) -> list[RestoredMessage]:
+    """Stored messages that went to a conversation thread, as the ThreadTracker restores them."""
+    return [RestoredMessage(chat_message(m), m.thread_id) for m in messages if m.thread_id is not None]
+
+
 @dataclass(frozen=True, slots=True)
 class KernelRestore:
     events: int
     chats_with_speeches: int
     lexicon_keys: int
+    thread_messages: int = 0  # recent messages put back into their conversation threads
 
 
 def restore_kernel(kernel: Kernel, state: RuntimeState, *, now: float) -> KernelRestore:
-    """Events (and so the scheduler), budgets and the lexicon, back into a fresh kernel."""
+    """Events (and so the scheduler), budgets, the lexicon and conversation threads, into a fresh kernel."""
     snapshots = keyword_snapshots(state.lexicon_terms)
     kernel.lexicon.restore(snapshots)
     kernel.restore_speeches(speech_pairs(state.speeches))
     restored = kernel.restore_events((bot_event(r) for r in state.events), now)
+    threaded = kernel.restore_threads(restored_messages(state.recent_messages), now)
     return KernelRestore(
-        events=restored, chats_with_speeches=len(state.speeches), lexicon_keys=len(snapshots)
+        events=restored,
+        chats_with_speeches=len(state.speeches),
+        lexicon_keys=len(snapshots),
+        thread_messages=threaded,
     )

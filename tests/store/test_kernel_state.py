@@ -1,4 +1,4 @@
-"""A kernel's events, budgets and lexicon go through SQLite and come back into a fresh kernel."""
+"""A kernel's events, budgets, lexicon and threads go through SQLite and come back into a fresh kernel."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from runtime.kernel.kernel import Kernel
 from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
+from runtime.kernel.message import ChatKind, ChatMessage
 from runtime.store.kernel_state import (
     bot_event,
     event_record,
@@ -16,7 +17,7 @@ from runtime.store.kernel_state import (
     save_lexicon_changes,
     term_record,
 )
-from runtime.store.records import SpeechRecord
+from runtime.store.records import SpeechRecord, StoredMessage
 from runtime.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.asyncio
@@ -83,3 +84,42 @@ async def test_event_and_term_conversions_round_trip() -> None:
     records = [term_record(key, t) for t in snapshot.terms]
     assert records[0].pinned
     assert keyword_snapshots(records) == [snapshot]
+
+
+async def test_a_reply_after_a_restart_joins_the_thread_stored_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "greywind.sqlite3"
+    before = Kernel(now=1_000.0)
+    said = [
+        ChatMessage("1", ChatKind.GROUP, "1", "alice", "alice", 1_000.0, "周末去哪里爬山比较好"),
+        ChatMessage("2", ChatKind.GROUP, "1", "bob", "bob", 1_020.0, "显卡驱动又崩了，蓝屏"),
+        ChatMessage("3", ChatKind.GROUP, "1", "dave", "dave", 1_030.0, "重装驱动试试", reply_to="2"),
+    ]
+    results = [before.ingest(m) for m in said]
+    hike, gpu = results[0].thread.thread_id, results[1].thread.thread_id
+    assert hike != gpu
+
+    store = await SqliteStore.open(path)
+    await store.write(
+        [StoredMessage.from_chat_message(r.message, thread_id=r.thread.thread_id) for r in results]
+    )
+    await store.close()
+
+    store = await SqliteStore.open(path)
+    try:
+        state = await store.load_runtime_state(now=1_100.0)
+    finally:
+        await store.close()
+    after = Kernel(now=1_100.0)
+    report = restore_kernel(after, state, now=1_100.0)
+
+    assert report.thread_messages == 3
+    reply = ChatMessage("4", ChatKind.GROUP, "1", "carol", "carol", 1_110.0, "香山吧", reply_to="1")
+    result = after.ingest(reply)
+    assert result.thread.thread_id == hike
+    assert result.thread.reason == "reply"
+    assert result.thread.thread.participants == ("alice", "carol")
+    # The other conversation is still there under its own id, and a new one gets a fresh id.
+    assert after.threads.thread_of(G1, "3") == gpu
+    fresh = after.ingest(ChatMessage("5", ChatKind.GROUP, "1", "erin", "erin", 2_000.0, "有人看球赛吗"))
+    assert fresh.thread.created
+    assert fresh.thread.thread_id not in {hike, gpu}
