@@ -3,7 +3,8 @@
 The plugin converts OneBot events and hands them to a :class:`RuntimeGateway`; admin commands and mute
 words reach its :attr:`RuntimeGateway.control`. The runtime sends through :attr:`EdgeContext.outbound`.
 
-Wiring a runtime is one call, made before ``nonebot.run()`` (``bot.py`` does it)::
+Wiring a runtime is one call, made after the plugin is loaded and before ``nonebot.run()`` (``bot.py``
+does it)::
 
     from plugins.greywind.gateway import use_runtime
     use_runtime(lambda edge: Runtime(edge))       # returns a disposer
@@ -12,7 +13,8 @@ Until one is registered, the plugin runs :class:`LoggingGateway`, which records 
 and notice and answers nothing: the bot connects, converts, gates and rate-limits, but has no brain.
 
 Lifecycle, driven by the NoneBot lifespan: ``factory(edge)`` -> ``await gateway.start(task_group)``
-(background work goes into that task group, never a bare ``create_task``) -> ``on_message`` /
+(background work goes into that task group, never a bare ``create_task``; a task there that raises
+is logged and ends alone, the rest of the edge keeps running) -> ``on_message`` /
 ``on_notice`` calls (one chat's messages in arrival order; ``on_message`` should return once the
 message is ingested and let long work run in the task group) -> ``await gateway.stop()`` (flush, mark
 open sessions interrupted, close the store) -> the task group is cancelled.
