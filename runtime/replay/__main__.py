@@ -118,12 +118,12 @@ async def _main(args: argparse.Namespace, cfg: GreyWindConfig, out: TextIO, err:
     if args.from_db is not None:
         stored = await load_stored_messages(args.from_db)
         self_id = self_id or guess_self_id(stored) or DEFAULT_SELF_ID
-        messages, skipped = convert_stored(stored, Addressing(self_id, names))
+        messages, skipped = convert_stored(stored, Addressing(self_id, names, cfg.bot.max_message_chars))
         for reason in skipped:
             print(f"{args.from_db}: {reason} (skipped)", file=err)
     else:
         self_id = self_id or DEFAULT_SELF_ID
-        messages = _read_chatlog(args.chatlog, Addressing(self_id, names), err)
+        messages = _read_chatlog(args.chatlog, Addressing(self_id, names, cfg.bot.max_message_chars), err)
 
     settings = KernelSettings.from_config(cfg, self_ids=(self_id,))
     lexicon = cfg.lexicon

@@ -1,8 +1,9 @@
-"""Is a message aimed at the bot? The edge's rule (``plugins/greywind/convert.py``), without NoneBot.
+"""The edge's conversion rules (``plugins/greywind/convert.py``), without NoneBot.
 
 Addressed = a private chat, an @ of the bot, a reply to one of the bot's messages, or the persona's
-name / an alias opening the message. The edge's module imports NoneBot's adapter, which a command-line
-tool must not need, so the rule is written here as pure functions over plain values.
+name / an alias opening the message. Text longer than ``[bot].max_message_chars`` reaches the kernel cut,
+with a marker naming the original length. The edge's module imports NoneBot's adapter, which a
+command-line tool must not need, so the rules are written here as pure functions over plain values.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Addressing", "opens_with_name"]
+__all__ = ["Addressing", "opens_with_name", "truncate_text"]
+
+
+def truncate_text(text: str, max_chars: int) -> tuple[str, bool]:
+    """Cut ``text`` to ``max_chars`` characters plus a marker that names the original length."""
+    if len(text) <= max_chars:
+        return text, False
+    return f"{text[:max_chars]}…[消息过长已截断，原文{len(text)}字]", True
 
 
 def opens_with_name(text: str, names: Iterable[str]) -> str | None:
@@ -42,6 +50,7 @@ class Addressing:
 
     self_id: str
     names: tuple[str, ...]
+    max_chars: int = 4_000  # [bot].max_message_chars
 
     def how(self, *, private: bool, mentions: Iterable[str], replies_to_bot: bool, text: str) -> str:
         """``private`` | ``mention`` | ``reply`` | ``name``, or ``""`` when the message is not for the bot."""

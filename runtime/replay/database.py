@@ -19,7 +19,7 @@ from pathlib import Path
 
 from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
 from runtime.replay import ReplayInputError
-from runtime.replay.addressing import Addressing
+from runtime.replay.addressing import Addressing, truncate_text
 from runtime.replay.engine import platform_id
 from runtime.replay.reader import SourceMessage
 from runtime.store.errors import StoreError
@@ -91,7 +91,7 @@ def convert_stored(
             sender_id=row.sender_id,
             sender_name=row.sender_name,
             time=row.time,
-            text=row.text,
+            text=truncate_text(row.text, addressing.max_chars)[0],
             mentions=tuple(row.mentions),
             reply_to=row.reply_to,
             addressed=bool(how),

@@ -13,7 +13,9 @@ skipped; the rest of the log is still read. Blank lines are skipped silently.
 Messages are replayed in timestamp order (a stable sort, so equal timestamps keep the file's order):
 logs joined from several exports need not be merged by hand. A message from ``self_id`` is the bot's
 own; a reply to one of them addresses the bot, as do an @ of ``self_id``, a private chat and the
-persona's name opening the text (:mod:`runtime.replay.addressing`).
+persona's name opening the text (:mod:`runtime.replay.addressing`); text longer than the edge lets
+through is cut as the edge cuts it. A private message *from* the bot cannot be placed (the log names no
+peer), so it is reported and skipped.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.kernel.message import ChatKind, ChatMessage, chat_id_for
-from runtime.replay.addressing import Addressing
+from runtime.replay.addressing import Addressing, truncate_text
 
 __all__ = ["LogLine", "Problem", "SourceMessage", "parse_line", "read_log"]
 
@@ -160,6 +162,11 @@ def read_log(
         first_line[(chat_id, message_id)] = number
         sender = str(line.user_id)
         from_self = sender == self_id
+        if from_self and private:
+            problems.append(
+                Problem(number, "a private message from the bot itself names no peer to place it")
+            )
+            continue
         if from_self:
             bot_messages.add((chat_id, message_id))
         mentions = tuple(dict.fromkeys(_key(a) for a in line.at if _key(a)))
@@ -172,6 +179,7 @@ def read_log(
                 replies_to_bot=reply_to is not None and (chat_id, reply_to) in bot_messages,
                 text=line.text,
             )
+        text, _ = truncate_text(line.text, addressing.max_chars)
         message = ChatMessage(
             message_id=message_id,
             chat_kind=kind,
@@ -179,7 +187,7 @@ def read_log(
             sender_id=sender,
             sender_name=line.nickname.strip() or sender,
             time=line.ts,
-            text=line.text,
+            text=text,
             mentions=mentions,
             reply_to=reply_to,
             addressed=bool(how),

@@ -16,7 +16,15 @@ from dataclasses import dataclass, fields
 from runtime.kernel.attention import Decision
 from runtime.replay.engine import ActivationLine, MessageLine, Outcome
 
-__all__ = ["ChatTally", "ReplayReport"]
+__all__ = ["ChatTally", "ReplayReport", "ReportStatistics"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportStatistics:
+    chats: int
+    messages: int
+    would_speak: int
+    prompt_tokens: int
 
 
 @dataclass(slots=True)
@@ -107,6 +115,12 @@ class ReplayReport:
         for tally in self._chats.values():
             total.add(tally)
         return total
+
+    def statistics(self) -> ReportStatistics:
+        total = self.total()
+        return ReportStatistics(
+            len(self._chats), total.messages + total.own, total.would_speak, total.prompt_tokens
+        )
 
     def render(self) -> str:
         """The table: one row per chat and a total row."""

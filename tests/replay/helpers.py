@@ -28,7 +28,9 @@ class Run:
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
-def run_cli(*args: str | Path, timeout: float = 50.0, hash_seed: str | None = None) -> Run:
+def run_cli(
+    *args: str | Path, timeout: float = 50.0, hash_seed: str | None = None, stdin: str | None = None
+) -> Run:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GREYWIND_") and k != "PYTHONHASHSEED"}
     env["PYTHONIOENCODING"] = "utf-8"
     if hash_seed is not None:
@@ -38,6 +40,7 @@ def run_cli(*args: str | Path, timeout: float = 50.0, hash_seed: str | None = No
         cwd=ROOT,
         env=env,
         capture_output=True,
+        input=stdin.encode("utf-8") if stdin is not None else None,
         timeout=timeout,
         check=False,
     )

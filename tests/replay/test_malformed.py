@@ -65,3 +65,27 @@ def test_a_bom_and_blank_lines_are_not_problems() -> None:
     assert problems == []
     assert [m.ref for m in messages] == [2, 1]  # replayed in time order
     assert [m.line for m in messages] == [4, 1]
+
+
+def test_a_private_message_from_the_bot_cannot_be_placed_and_is_reported() -> None:
+    lines = [
+        '{"ts": 1.0, "group_id": null, "user_id": 42, "message_id": 1, "text": "在吗"}',
+        '{"ts": 2.0, "group_id": null, "user_id": 10000, "message_id": 2, "text": "在的"}',
+    ]
+    messages, problems = read_log(lines, RULES)
+    assert [m.ref for m in messages] == [1]
+    assert [(p.line, "peer" in p.reason) for p in problems] == [(2, True)]
+
+
+def test_text_longer_than_the_edge_lets_through_is_cut_as_the_edge_cuts_it() -> None:
+    long = "长" * 5_000
+    line = f'{{"ts": 1.0, "group_id": 1, "user_id": 2, "message_id": 1, "text": "{long}"}}'
+    [message], _ = read_log([line], Addressing("10000", ("灰风",), max_chars=100))
+    assert message.message.text == "长" * 100 + "…[消息过长已截断，原文5000字]"
+
+
+def test_the_log_can_come_from_stdin() -> None:
+    text = MALFORMED.read_text(encoding="utf-8", errors="replace").splitlines()[0] + "\n"
+    run = run_cli("-", "--config", CONFIG, stdin=text)
+    assert run.code == 0, run.stderr
+    assert [line["message_id"] for line in run.lines()] == [1]
