@@ -14,6 +14,7 @@
     handoffs.py    HandoffManager: digest by the model's compression role, deterministic fallback
     retrieval.py   RetrievalEngine: thread tasks, scoped memories, chat-only search, embeddings; 2-5 items
     builder.py     ContextBuilder: triggering message + conversation thread + chat -> ContextPacket
+    models.py      ModelSummarizer (compression role -> handoff), ModelEmbedder, over the model router
     setup.py       context_runtime(store, config, ...): the parts wired from the configuration
     errors.py      the exception tree
 
