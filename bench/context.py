@@ -236,9 +236,9 @@ async def bench_recall(store: Store) -> None:
         leaks += sum(1 for item in elsewhere if item.source_id.startswith("planted-"))
     print("recall (planted memory among the retrieved items, at most 5):")
     for kind, hits in by_kind.items():
-        print(f"  {kind:<10} {sum(hits):>2}/{len(hits):<2} = {sum(hits) / len(hits):6.1%}")
+        print(f"  {kind:<12} {sum(hits):>2}/{len(hits):<2} = {sum(hits) / len(hits):6.1%}")
     every = [h for hits in by_kind.values() for h in hits]
-    print(f"  {'all':<10} {sum(every):>2}/{len(every):<2} = {sum(every) / len(every):6.1%}   target 100%")
+    print(f"  {'all':<12} {sum(every):>2}/{len(every):<2} = {sum(every) / len(every):6.1%}   target 100%")
     print(f"  leaks into another group: {leaks}   target 0")
     for miss in misses:
         print(f"  missed: {miss}")
