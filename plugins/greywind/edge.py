@@ -97,10 +97,12 @@ class Edge:
         clock: Callable[[], float] = time.time,
         factory: RuntimeFactory | None = None,
         frames: Callable[[], FrameGuardStatistics] | None = None,
+        stop_grace: float = STOP_GRACE_SECONDS,
     ) -> None:
         self.config = config
         self.clock = clock
         self._frames = frames
+        self._stop_grace = stop_grace
         self.superusers = frozenset(_plain_user_id(user) for user in superusers)
         self.model_configured = model_is_configured(config, env)
         self.shadow_mode = config.bot.shadow_mode or not self.model_configured
@@ -155,10 +157,10 @@ class Edge:
     async def stop(self) -> None:
         """Stop taking messages, let queued ones finish (briefly), stop the gateway, end the task group."""
         self.dispatcher.close()
-        with anyio.move_on_after(STOP_GRACE_SECONDS):
+        with anyio.move_on_after(self._stop_grace):
             await self.dispatcher.wait_idle()
         try:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_GRACE_SECONDS * 2):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self._stop_grace * 2):
                 await self.gateway.stop()
         except Exception:
             log.exception("gateway_stop_failed")

@@ -288,3 +288,31 @@ async def test_a_crashing_runtime_background_task_does_not_take_the_edge_down(
     await say(edge, 42, [ob.text("still listening?")])
     await settle(edge)
     assert [m.text for m in gateway.messages] == ["still listening?"]
+
+
+class StuckGateway(RecordingGateway):
+    """A runtime whose message handling and shutdown never finish."""
+
+    async def on_message(self, message: ChatMessage) -> None:
+        await anyio.sleep_forever()
+
+    async def stop(self) -> None:
+        await anyio.sleep_forever()
+
+
+@pytest.mark.anyio
+async def test_stop_does_not_hang_on_a_stuck_runtime(tmp_path: Path) -> None:
+    config = parse_config({})
+    edge = Edge(
+        config,
+        config_path=tmp_path / "c.toml",
+        data_dir=tmp_path / "d",
+        env=MODEL_ENV,
+        factory=StuckGateway,
+        stop_grace=0.05,
+    )
+    await edge.start()
+    await say(edge, 42, [ob.text("this one never finishes")])
+    with anyio.fail_after(2):
+        await edge.stop()
+    assert edge.statistics().dispatcher.running == 0
