@@ -11,6 +11,10 @@ budget and the thread continuity of later messages are what they would have been
 budget drops at once (no activation ever scheduled) is reported as a ``budget_blocked`` activation at
 the message's time, so every refusal shows in the output.
 
+The model is taken to answer at once: the reply is charged at the activation's time and no
+deliberation holds the chat back while it runs, so a chat whose real episodes take seconds may see a
+few more activations here than the bot would act on.
+
 Everything here is synchronous and deterministic: the kernel's ids come from a counter, time only from
 the log.
 """
