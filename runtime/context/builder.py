@@ -56,6 +56,7 @@ __all__ = [
     "ContextBuilder",
     "ProfileProvider",
     "RecentBuffer",
+    "RecentBufferStatistics",
     "RecentMessages",
     "StoreProfiles",
     "StoreSummaries",
@@ -104,6 +105,13 @@ class RecentMessages(Protocol):
     def recent(self, chat_id: str) -> Sequence[StoredMessage]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class RecentBufferStatistics:
+    chats: int
+    messages: int
+    size: int
+
+
 class RecentBuffer:
     """A bounded per-chat buffer of the latest messages (incoming and the bot's own), for the builder."""
 
@@ -118,6 +126,11 @@ class RecentBuffer:
 
     def recent(self, chat_id: str) -> Sequence[StoredMessage]:
         return tuple(self._by_chat.get(chat_id, ()))
+
+    def statistics(self) -> RecentBufferStatistics:
+        return RecentBufferStatistics(
+            chats=len(self._by_chat), messages=sum(len(q) for q in self._by_chat.values()), size=self._size
+        )
 
 
 class ProfileProvider(Protocol):

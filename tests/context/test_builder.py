@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.config import parse_config
-from runtime.context.builder import ChatInfo, RecentBuffer
+from runtime.context.builder import ChatInfo, RecentBuffer, RecentBufferStatistics
 from runtime.context.setup import ContextRuntime, context_runtime
 from runtime.kernel.message import ChatKind, ChatMessage
 from runtime.store.protocol import Store
@@ -242,3 +242,13 @@ async def test_a_reply_to_a_message_already_in_the_dialogue_is_not_quoted_twice(
     assert [t.message_id for t in built.packet.session.recent_dialogue] == ["q1"]
     assert built.packet.user_input.attached_context is None
     assert sum("明天十点开会" in m["content"] for m in prompt.as_messages()) == 1
+
+
+def test_the_recent_buffer_is_bounded_per_chat() -> None:
+    recent = RecentBuffer(size=3)
+    for i in range(5):
+        recent.add(StoredMessage("group:1", f"m{i}", "u", "u", float(i), "x"))
+    recent.add(StoredMessage("group:2", "n", "u", "u", 0.0, "y"))
+    assert [m.message_id for m in recent.recent("group:1")] == ["m2", "m3", "m4"]
+    assert recent.recent("group:9") == ()
+    assert recent.statistics() == RecentBufferStatistics(chats=2, messages=4, size=3)
