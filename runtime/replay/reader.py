@@ -40,7 +40,7 @@ class SourceMessage:
     ref: int | str  # the message id exactly as the source wrote it
     group: int | str | None  # the group id as written; None for a private chat
     line: int | None  # line of the log; None when read from the database
-    how_addressed: str = ""  # "private" | "mention" | "reply" | "name" | ""
+    how_addressed: str = ""  # "private" | "mention" | "reply" | "name" | "edge" (stored verdict) | ""
 
 
 @dataclass(frozen=True, slots=True)
