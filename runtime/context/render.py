@@ -42,19 +42,26 @@ __all__ = [
 _SURFACES = {"group": "QQ群", "private": "QQ私聊"}
 
 
+def _flat(text: object) -> str:
+    """One line: a value with line breaks (a group name, a title, a model's summary) must not be able
+    to start a heading of its own inside a system message."""
+    return " ".join(str(text).split())
+
+
 def _bullets(title: str, items: Iterable[str]) -> list[str]:
-    items = [item for item in items if item]
-    if not items:
+    flat = [_flat(item) for item in items]
+    flat = [item for item in flat if item]
+    if not flat:
         return []
-    return [f"{title}：", *(f"- {item}" for item in items)]
+    return [f"{title}：", *(f"- {item}" for item in flat)]
 
 
 def _line(label: str, value: str | None) -> list[str]:
-    return [f"{label}：{value}"] if value else []
+    return [f"{label}：{_flat(value)}"] if value and _flat(value) else []
 
 
 def render_persona(persona: PersonaSlot) -> str:
-    head = f"你是{persona.name}。" + (f"{persona.role}。" if persona.role else "")
+    head = f"你是{_flat(persona.name)}。" + (f"{_flat(persona.role)}。" if persona.role else "")
     lines = [
         "# 身份",
         head,
@@ -70,7 +77,7 @@ def render_persona(persona: PersonaSlot) -> str:
 def render_vision(vision: VisionSlot) -> str:
     lines = [
         "# 原始意图（本线程最初想要的，不是派生出的步骤）",
-        f"目标：{vision.origin_goal}",
+        f"目标：{_flat(vision.origin_goal)}",
         *_bullets("完成标准", vision.done_when),
         *_bullets("不做", vision.non_goals),
         *_bullets("用户看重", vision.user_priorities),
@@ -88,12 +95,12 @@ def render_stable_prefix(persona: PersonaSlot | None, vision: VisionSlot | None)
 
 
 def render_thread(thread: ThreadSlot) -> str:
-    title = f"# 当前线程：{thread.thread_title}（{thread.thread_type}，{thread.thread_id}）"
+    title = f"# 当前线程：{_flat(thread.thread_title)}（{_flat(thread.thread_type)}，{thread.thread_id}）"
     task_lines = []
     for task in thread.tasks:
-        line = f"- [{task.status}] {task.title}（{task.task_id}）"
+        line = f"- [{task.status}] {_flat(task.title)}（{task.task_id}）"
         if task.conclusion:
-            line += f"：{task.conclusion}"
+            line += f"：{_flat(task.conclusion)}"
         task_lines.append(line)
     listed = {task.task_id for task in thread.tasks}
     unlisted = [task_id for task_id in thread.linked_task_ids if task_id not in listed]
@@ -116,7 +123,7 @@ def render_memory_summary(summary: MemorySummarySlot) -> str:
 
 def render_profile(profile: UserProfileSlot) -> str:
     lines = [
-        f"# 对话者：{profile.nickname}（{profile.user_id}）",
+        f"# 对话者：{_flat(profile.nickname)}（{profile.user_id}）",
         *_line("关系", profile.relationship),
         *_bullets("偏好", profile.preferences),
         *_bullets("备注", profile.notes),
@@ -130,7 +137,7 @@ def _surface(session: SessionSlot) -> list[str]:
         return []
     where = _SURFACES.get(screen.surface, screen.surface)
     if screen.chat_name:
-        where += f"「{screen.chat_name}」"
+        where += f"「{_flat(screen.chat_name)}」"
     where += f"（{screen.chat_id}）"
     return [
         f"场合：{where}",
@@ -153,7 +160,7 @@ def render_session(session: SessionSlot) -> str:
 def render_handoff(handoff: HandoffSlot) -> str:
     lines = [
         f"# 上一次会话的交接（来自 {handoff.from_session_id}）",
-        f"进度：{handoff.summary}",
+        f"进度：{_flat(handoff.summary)}",
         *_bullets("未完成", handoff.unfinished_items),
         *_bullets("风险", handoff.risks),
         *_line("建议从这里继续", handoff.resume_suggestion),
@@ -164,7 +171,8 @@ def render_handoff(handoff: HandoffSlot) -> str:
 def render_retrieved(items: Iterable[RetrievedSlot]) -> str:
     lines = ["# 相关记忆（检索所得，可能不完整）"]
     lines.extend(
-        f"- [{r.source_type}:{r.source_id}，{r.relevance_reason}，置信度 {r.confidence:.2f}] {r.content}"
+        f"- [{r.source_type}:{r.source_id}，{_flat(r.relevance_reason)}，"
+        f"置信度 {r.confidence:.2f}] {_flat(r.content)}"
         for r in items
     )
     return "\n".join(lines)
@@ -203,5 +211,5 @@ def render_user_input(user_input: UserInputSlot, text: str | None = None) -> Map
     else:
         content = f"[{user_input.input_type}] {body}"
     if user_input.attached_context:
-        content = f"（引用：{user_input.attached_context}）\n{content}"
+        content = f"（引用：{_flat(user_input.attached_context)}）\n{content}"
     return {"role": "user", "content": content}
