@@ -174,6 +174,8 @@ class BuilderSettings:
     recent_dialogue_max: int = 20
     # Messages read from the conversation thread before filtering (the bot's replies are merged in).
     conversation_window: int = 60
+    # The chat's latest messages searched for bot replies to this conversation not linked to its thread.
+    reply_window: int = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,7 +429,7 @@ class ContextBuilder:
         chosen = {m.message_id: m for m in in_conversation}
         # The bot's own replies to this conversation, even where they were not linked to its thread.
         pool = list(self._recent.recent(chat_id)) if self._recent is not None else []
-        pool += await self._store.recent_messages(chat_id, limit=cfg.conversation_window)
+        pool += await self._store.recent_messages(chat_id, limit=cfg.reply_window)
         for message in pool:
             if message.from_self and message.chat_id == chat_id and message.reply_to in chosen:
                 chosen.setdefault(message.message_id, message)

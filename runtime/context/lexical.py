@@ -80,12 +80,19 @@ def query_terms(text: str) -> tuple[str, ...]:
 
 
 def _frequency(word: str) -> int:
-    return int(jieba.get_FREQ(word) or 0)
+    known = jieba.get_FREQ(word)
+    if known:
+        return int(known)
+    # Outside jieba's dictionary: names and longer ASCII words (python, github) are rare and telling;
+    # numbers and short ASCII bits (ok, 666, qq) are chat noise, as common as the commonest words.
+    if word.isascii() and (word.isdigit() or len(word) <= 3):
+        return COMMON_WORD + 1
+    return 0
 
 
 def by_rarity(terms: Iterable[str]) -> tuple[str, ...]:
-    """Distinct terms, the rarest first (by jieba's dictionary counts; unknown words, ASCII names
-    included, count as rarest); very common words are dropped unless nothing else is left."""
+    """Distinct terms, the rarest first (by jieba's dictionary counts; unknown words count as rarest,
+    except numbers and short ASCII bits); very common words are dropped unless nothing else is left."""
     distinct = list(dict.fromkeys(terms))
     ranked = sorted(distinct, key=lambda t: (_frequency(t), -len(t)))
     rare = [t for t in ranked if _frequency(t) <= COMMON_WORD]
