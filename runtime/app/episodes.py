@@ -121,6 +121,8 @@ class EpisodeDriver:
             bound.info("activation_gone", error=str(exc))
             return
         try:
+            if not self._budget_allows(event):
+                return
             if event.kind == REMINDER_KIND:
                 await self._remind(event)
             else:
@@ -142,6 +144,33 @@ class EpisodeDriver:
             log.warning("finish_refused", event_id=event.id, state=state.value, error=str(exc))
         if state is EventState.SKIPPED:
             self._counts["skipped"] += 1
+
+    def _budget_allows(self, event: BotEvent) -> bool:
+        """The chat's budget, asked again now that this episode holds the chat.
+
+        The kernel asks when a message arrives or an activation falls due, but speech is only spent
+        when a reply is sent: a burst of @-mentions all pass at arrival while the first is still being
+        answered. Asked here, under the chat's lock, the second one sees the first reply's speech and
+        is snoozed to the budget's ``retry_at`` (or dropped past its deadline).
+        """
+        rt = self._rt
+        now = rt.clock()
+        forced = event.payload.get("forced") is True
+        verdict = rt.kernel.budgets.actor(event.chat_id).can_speak(now, forced=forced)
+        if verdict.allowed:
+            return True
+        retry = verdict.retry_at
+        if retry is not None and (event.deadline is None or retry <= event.deadline):
+            self._finish(event, EventState.SNOOZED, until=retry)
+            rt.loop.poke()
+            return False
+        if event.kind == RESUME_KIND:
+            episode_id = episode_id_of(event.payload)
+            expired = rt.room.expire(episode_id, now, "budget") if episode_id else None
+            if expired is not None:
+                rt.loop_spawn(self._store_episode(expired, None))
+        self._finish(event, EventState.SKIPPED, f"budget: {verdict.reason}")
+        return False
 
     def _gate_closed(self, event: BotEvent) -> bool:
         verdict = self._rt.outbound.gate(event.chat_id)
