@@ -287,9 +287,7 @@ class ContextBuilder:
             if opened is not None:
                 session = opened.session
                 session_created = opened.created
-                handoff = opened.handoff or await self._try(
-                    "handoff", self._sessions.handoffs.for_session(session), failed, chat_id
-                )
+                handoff = opened.handoff  # delivered to a new session; an ongoing one looks it up below
 
         # Everything below reads independent parts: side by side, each failing alone.
         thread_id = thread.id if thread is not None else None
