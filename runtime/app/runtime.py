@@ -146,7 +146,7 @@ class Runtime:
         self.director = LifeDirector(
             self.extensions, self.kernel, self.activity, clock=self.clock_obj, settings=self.life_settings
         )
-        self.router = router if router is not None else ModelRouter.from_config(self.config)
+        self.router = router if router is not None else ModelRouter.from_config(self.config, wall=self.clock)
         self.model_ready = edge.model_configured and self.router.configured
         self.recent = RecentBuffer()
         self.why = WhyLog(self.app.why_per_chat)

@@ -1,0 +1,86 @@
+"""Admin commands answered by the runtime: lexicon, persona reload, bind, status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.app.conftest import make_config, running
+from tests.support.openai_server import ScriptedOpenAIServer
+
+pytestmark = pytest.mark.asyncio
+
+
+def reply(text: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "reply", "arguments": {"text": text}}]}
+
+
+async def test_a_term_added_by_an_admin_makes_a_question_worth_answering(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("我知道一家")})
+    async with running(make_config(openai_server), data_dir) as h:
+        control = h.runtime.control
+        await h.say("有推荐的火锅店吗？", sender="1")
+        await h.advance(200)
+        assert h.bot.calls == []
+        assert "火锅" in await control.lexicon_add("group:500", "火锅", 0.9)
+        assert "火锅" in await control.lexicon_list("group:500")
+        await h.say("有推荐的火锅店吗？", sender="2")
+        await h.advance(200)
+        assert h.bot.texts() == ["我知道一家"]
+        assert "已屏蔽" in await control.lexicon_suppress("group:500", "火锅")
+        await h.advance(600)
+        await h.say("还有别的火锅店吗？", sender="3")
+        await h.advance(200)
+        assert h.bot.texts() == ["我知道一家"]
+        assert "钉住" in await control.lexicon_pin("group:500", "烤肉")
+        assert "📌烤肉" in await control.lexicon_list("group:500")
+
+
+async def test_persona_reload_takes_the_new_name_and_refuses_bad_values(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("好")})
+    config_file = data_dir / "greywind.toml"
+    async with running(make_config(openai_server), data_dir) as h:
+        control = h.runtime.control
+        config_file.write_text('[persona]\nname = ""\n', encoding="utf-8")
+        refused = await control.persona_reload()
+        assert "persona.name" in refused
+        config_file.write_text('[persona]\nname = "小灰"\nrole = "群里的老朋友"\n', encoding="utf-8")
+        assert "小灰" in await control.persona_reload()
+        await h.say("在吗", chat="private:9")
+        await h.settle()
+    system = openai_server.chat_requests[-1].messages[0]["content"]
+    assert "你是小灰" in system
+    assert "群里的老朋友" in system
+
+
+async def test_bind_puts_the_vision_into_the_chat_s_packets(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("收到")})
+    async with running(make_config(openai_server), data_dir) as h:
+        answer = await h.runtime.control.bind("group:500", "读书会", "每周读完一本书并写下三条收获")
+        assert "读书会" in answer
+        await h.say("灰风 这周我们读哪本书比较好，帮我挑一本", addressed=True)
+        await h.settle()
+    sent = openai_server.chat_requests[0].all_text
+    assert "每周读完一本书并写下三条收获" in sent
+    assert "读书会" in sent
+
+
+async def test_status_of_a_chat_shows_budget_queue_and_tokens(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("在")})
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        status = await h.runtime.control.status("group:500")
+    assert "本窗口发言 0（被点名 1）" in status
+    assert "队列：空" in status
+    tokens = int(status.split("今日 token：")[1].split()[0].split("（")[0])
+    assert tokens > 0
