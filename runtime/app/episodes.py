@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
+from structlog.contextvars import bound_contextvars
 
 from runtime.app.reasoner import ModelReasoner
 from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
@@ -112,13 +113,17 @@ class EpisodeDriver:
     # -- one ready activation --------------------------------------------------------------------
 
     async def run(self, activation: Activation) -> None:
-        rt = self._rt
         event = activation.event
-        bound = log.bind(chat_id=event.chat_id, thread_id=event.thread_id, event_id=event.id, kind=event.kind)
+        # Every log line of this activation, in any module, carries its chat, thread and event.
+        with bound_contextvars(chat_id=event.chat_id, thread_id=event.thread_id, event_id=event.id):
+            await self._run(event)
+
+    async def _run(self, event: BotEvent) -> None:
+        rt = self._rt
         try:
             rt.kernel.begin(event.id, rt.clock())
         except KernelError as exc:  # withdrawn (recalled, cancelled) between due() and now
-            bound.info("activation_gone", error=str(exc))
+            log.info("activation_gone", kind=event.kind, error=str(exc))
             return
         try:
             if not self._budget_allows(event):
@@ -128,7 +133,7 @@ class EpisodeDriver:
             else:
                 await self._deliberate(event)
         except Exception:
-            bound.exception("episode_failed")
+            log.exception("episode_failed", kind=event.kind)
             self._finish(event, EventState.SKIPPED, "error")
         finally:
             current = rt.kernel.events.get(event.id)
@@ -309,11 +314,21 @@ class EpisodeDriver:
         reason: BuildReason,
         forced: bool,
     ) -> None:
+        with bound_contextvars(episode_id=episode.id, thread_id=episode.thread_id or event.thread_id):
+            await self._episode(event, episode, trigger, cue, reason, forced)
+
+    async def _episode(
+        self,
+        event: BotEvent,
+        episode: Episode,
+        trigger: ChatMessage | None,
+        cue: str | None,
+        reason: BuildReason,
+        forced: bool,
+    ) -> None:
         rt = self._rt
         chat_id = event.chat_id
-        bound = log.bind(
-            chat_id=chat_id, thread_id=episode.thread_id, episode_id=episode.id, event_id=event.id
-        )
+        bound = log
         self._counts["episodes"] += 1
         now = rt.clock()
         kind, _ = parse_chat_id(chat_id)

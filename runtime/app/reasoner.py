@@ -76,6 +76,7 @@ def clean_reply(text: str, names: Sequence[str] = ()) -> str:
     role = re.compile(
         r"^\s*(?:\[?(?:" + "|".join(prefixes) + r")\]?)\s*(?:\[[^\]\n]{0,40}\])?\s*[:：]\s*", re.IGNORECASE
     )
+    tag = re.compile(r"^\s*[\[【](?:" + "|".join(prefixes) + r")[\]】]\s*", re.IGNORECASE)
     kept: list[str] = []
     for line in text.splitlines():
         if _HEADER.match(line):
@@ -84,7 +85,8 @@ def clean_reply(text: str, names: Sequence[str] = ()) -> str:
         kept.append(line)
     text = "\n".join(kept).strip()
     for _ in range(3):  # "灰风: assistant: ..." peels in a few passes
-        stripped = _QUOTE_TAG.sub("", _INPUT_TAG.sub("", role.sub("", text, count=1), count=1), count=1)
+        stripped = role.sub("", text, count=1)
+        stripped = tag.sub("", _QUOTE_TAG.sub("", _INPUT_TAG.sub("", stripped, count=1), count=1), count=1)
         if stripped == text:
             break
         text = stripped.strip()
