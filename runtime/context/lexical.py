@@ -7,6 +7,7 @@ start (~0.8 s) but packets are built only for activations, never per message.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -20,6 +21,10 @@ __all__ = ["by_rarity", "is_chatter", "lexical_score", "query_terms", "strip_nam
 # jieba's dictionary counts (of ~60M): a word counted more often than this is too common to search for
 # on its own when a rarer one is at hand — it says little and its index lists are long.
 COMMON_WORD = 20_000
+# jieba's dictionary total (as shipped), and the log inverse frequency of an everyday word (counted
+# ~20,000 times): rarity above this is what makes a word telling.
+_DICTIONARY_TOTAL = 60_101_967
+_EVERYDAY_IDF = math.log(_DICTIONARY_TOTAL / COMMON_WORD)
 
 # Placeholders the edge renders for non-text segments ([图片], [表情], [语音]...).
 _PLACEHOLDER = re.compile(r"\[[^\[\]\s]{1,8}\]")
@@ -80,6 +85,8 @@ def query_terms(text: str) -> tuple[str, ...]:
 
 
 def _frequency(word: str) -> int:
+    if not jieba.dt.initialized:  # the counts load with the dictionary (once, ~0.8 s)
+        jieba.initialize()
     known = jieba.get_FREQ(word)
     if known:
         return int(known)
@@ -117,17 +124,29 @@ def is_chatter(text: str) -> bool:
     return sum(len(t) for t in content) <= 2
 
 
+def _weight(term: str) -> float:
+    """How much a word says about a topic: its length (up to 4) times how far its rarity (log inverse
+    dictionary frequency) rises above that of everyday words. 西湖 or 架构 weigh a lot, 住 or 那 nothing."""
+    idf = math.log((jieba.dt.total or _DICTIONARY_TOTAL) / (_frequency(term) + 1))
+    return min(len(term), 4) * max(0.0, idf - _EVERYDAY_IDF)
+
+
 def lexical_score(terms: tuple[str, ...], haystack: str, words: frozenset[str]) -> float:
-    """How much of the input a thread's text covers: 0..1, longer words weigh more.
+    """How much of the input's meaning a thread's text covers: 0..1, telling words weigh more.
 
     A word of two or more characters counts when it occurs anywhere in ``haystack`` (so 架构 matches
-    灰风系统架构设计); a one-character word only when it is one of the thread's own ``words``. Very
-    common words (今天, 我们) count only when the input has nothing else: sharing them means little.
+    灰风系统架构设计); a one-character word only when it is one of the thread's own ``words``. Words
+    are weighed by :func:`_weight`, so sharing 今天 or 我们 means little and sharing 西湖 a lot; when the
+    input holds nothing but everyday words, they count by length alone.
     """
-    content = [t for t in terms if t not in _GENERIC and _frequency(t) <= COMMON_WORD]
-    content = content or [t for t in terms if t not in _GENERIC] or list(terms)
-    total = sum(min(len(t), 4) for t in content)
+    content = [t for t in terms if t not in _GENERIC] or list(terms)
+    weights = [_weight(t) for t in content]
+    if not any(weights):
+        weights = [float(min(len(t), 4)) for t in content]
+    total = sum(weights)
     if total == 0:
         return 0.0
-    hit = sum(min(len(t), 4) for t in content if (t in haystack if len(t) >= 2 else t in words))
+    hit = sum(
+        w for t, w in zip(content, weights, strict=True) if (t in haystack if len(t) >= 2 else t in words)
+    )
     return hit / total

@@ -198,6 +198,29 @@ class ThreadResolver:
         await self._store.upsert_topic_thread(thread)
         return thread
 
+    async def update(
+        self,
+        topic_thread_id: str,
+        *,
+        now: float,
+        title: str | None = None,
+        summary: str | None = None,
+        tags: tuple[str, ...] | None = None,
+        vision: dict[str, Any] | None = None,
+    ) -> TopicThread:
+        """A maintained thread note (seed 000 §6.2): title, summary, tags or the vision, set by hand."""
+        thread = await self._require(topic_thread_id)
+        thread = replace(
+            thread,
+            title=title.strip() if title and title.strip() else thread.title,
+            summary=summary if summary is not None else thread.summary,
+            tags=tags if tags is not None else thread.tags,
+            vision=dict(vision) if vision is not None else thread.vision,
+            updated_at=max(now, thread.updated_at),
+        )
+        await self._store.upsert_topic_thread(thread)
+        return thread
+
     async def _require(self, topic_thread_id: str) -> TopicThread:
         thread = await self._store.get_topic_thread(topic_thread_id)
         if thread is None:

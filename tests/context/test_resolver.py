@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.context.errors import UnknownTopicThreadError
 from runtime.context.resolver import CASUAL, ResolverSettings, ResolveRule, ThreadResolver
 from runtime.context.tasks import TaskBook
 from runtime.store.protocol import Store
@@ -189,3 +190,19 @@ async def test_open_tasks_are_the_threads_recent_goals(store: Store) -> None:
     await TaskBook(store).create(arch.id, "写向量检索模块", now=3600.0 * 6)
     res = await r.resolve(G1, "向量检索模块写得怎么样了", now=3600.0 * 24)
     assert (res.thread.id, res.rule) == (arch.id, ResolveRule.LEXICAL)
+
+
+@pytest.mark.asyncio
+async def test_a_thread_note_updates_title_tags_and_vision(store: Store) -> None:
+    r = resolver(store)
+    made = await r.resolve(G1, "帮我规划一下周末去杭州的旅行路线", now=0.0)
+    noted = await r.update(
+        made.thread.id, now=10.0, title="杭州周末游", tags=("旅行",), vision={"origin_goal": "两天玩遍西湖"}
+    )
+    assert (noted.title, noted.tags, noted.vision["origin_goal"]) == ("杭州周末游", ("旅行",), "两天玩遍西湖")
+    stored = await store.get_topic_thread(made.thread.id)
+    assert stored == noted
+    res = await r.resolve(G1, "西湖边住哪里方便", now=3600.0 * 9)
+    assert (res.thread.id, res.rule) == (made.thread.id, ResolveRule.LEXICAL)
+    with pytest.raises(UnknownTopicThreadError):
+        await r.update("topic-missing", now=11.0, title="x")

@@ -72,7 +72,7 @@ async def test_thread_memories_only_in_their_thread(store: Store) -> None:
     q = "向量数据库要不要上"
     with_thread = await engine(store).retrieve(RetrievalQuery(G1, q, topic_thread_id="topic-arch"))
     assert with_thread[0].source_id == "thread-vec"
-    assert with_thread[0].relevance_reason.startswith("本线程记忆")
+    assert with_thread[0].relevance_reason.startswith("本线程")
     other = await engine(store).retrieve(RetrievalQuery(G1, q, topic_thread_id="topic-other"))
     assert "thread-vec" not in {r.source_id for r in other}
 
