@@ -84,3 +84,16 @@ async def test_status_of_a_chat_shows_budget_queue_and_tokens(
     assert "队列：空" in status
     tokens = int(status.split("今日 token：")[1].split()[0].split("（")[0])
     assert tokens > 0
+
+
+async def test_learning_runs_off_the_message_path_and_grows_the_chat_s_lexicon(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    async with running(make_config(openai_server), data_dir) as h:
+        for index in range(12):
+            await h.say(f"周末的剧本杀谁组局 {index}", sender=str(300 + index % 4))
+        assert "组局" not in await h.runtime.control.lexicon_list("group:500")
+        learned = await h.runtime.maintenance.learn()
+        assert learned == 12
+        assert "组局" in await h.runtime.control.lexicon_list("group:500")
+        assert "组局" not in await h.runtime.control.lexicon_list("group:600")
