@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from runtime.app.handoff_model import RouterSummarizer
 from runtime.context.setup import context_runtime
 from runtime.memory.layers import five_layer_runtime, memory_layer
 from runtime.store.records import TopicLink
@@ -40,6 +41,7 @@ async def open_store_parts(rt: Runtime) -> None:
 
     window = rt.router.context_window() or None
     counter = rt.router.estimator
+    summarizer = RouterSummarizer(rt.router) if rt.model_ready else None
     if rt.model_ready and config.memory_injection.enabled:
         rt.memory = memory_layer(rt.store, config, rt.router, clock=rt.clock, data_dir=rt.data_dir)
         rt.context = five_layer_runtime(
@@ -51,9 +53,17 @@ async def open_store_parts(rt: Runtime) -> None:
             context_window=window,
             link=link,
             recent=rt.recent,
+            summarizer=summarizer,
         )
     else:
         rt.memory = None
         rt.context = context_runtime(
-            rt.store, config, ids=rt.ids, counter=counter, context_window=window, link=link, recent=rt.recent
+            rt.store,
+            config,
+            ids=rt.ids,
+            counter=counter,
+            context_window=window,
+            link=link,
+            recent=rt.recent,
+            summarizer=summarizer,
         )

@@ -56,3 +56,39 @@ async def test_a_quiet_period_survives_a_restart(openai_server: ScriptedOpenAISe
         await h.say("灰风 现在呢", addressed=True)
         await h.settle()
         assert h.bot.texts() == ["我在"]
+
+
+async def test_an_idle_session_is_handed_over_by_the_model(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    digest = {
+        "summary": "正在定记忆层的压缩触发条件，已定每十轮一次",
+        "unfinished_items": ["token 阈值还没定"],
+        "risks": [],
+        "resume_suggestion": "先定 token 阈值",
+    }
+    import json
+
+    openai_server.load(
+        {
+            "rules": [
+                {
+                    "when": {"system_contains": "交接"},
+                    "reply": {"text": json.dumps(digest, ensure_ascii=False)},
+                }
+            ],
+            "default": reply("好"),
+        }
+    )
+    config = make_config(
+        openai_server, context={"session_idle_timeout_ms": 60_000, "session_idle_after_ms": 30_000}
+    )
+    async with running(config, data_dir) as h:
+        await h.say("灰风 我们来设计记忆层的压缩触发条件", chat="private:42")
+        await h.settle()
+        await h.advance(120)
+        await h.runtime.maintenance.housekeeping()
+        await h.say("灰风 记忆层的压缩触发条件接着说", chat="private:42")
+        await h.settle()
+    last = openai_server.chat_requests[-1].all_text
+    assert "token 阈值还没定" in last
