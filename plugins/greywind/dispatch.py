@@ -12,8 +12,10 @@ task group after a grace period if they do not.
 
 from __future__ import annotations
 
+import time
 import zlib
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import anyio
@@ -26,7 +28,9 @@ __all__ = ["Dispatcher", "DispatcherClosedError", "DispatcherStatistics", "Job"]
 log = structlog.get_logger("greywind.dispatch")
 
 Job = Callable[[], Awaitable[None]]
-_Item = tuple[str, Job]
+_Item = tuple[str, Job, float]  # chat key, job, when it was queued (monotonic seconds)
+# Queue waits kept for the percentiles in statistics(): the most recent ones.
+_WAIT_SAMPLES = 1_024
 
 
 class DispatcherClosedError(RuntimeError):
@@ -42,6 +46,8 @@ class DispatcherStatistics:
     done: int
     failed: int
     max_queued: int  # the largest backlog seen in one chat's queue
+    wait_p50_ms: float  # time from submit to start, over the last jobs
+    wait_p95_ms: float
 
 
 class Dispatcher:
@@ -59,6 +65,7 @@ class Dispatcher:
         self._done = 0
         self._failed = 0
         self._max_queued = 0
+        self._waits: deque[float] = deque(maxlen=_WAIT_SAMPLES)
         self._idle = anyio.Event()
         self._idle.set()
 
@@ -86,7 +93,7 @@ class Dispatcher:
         if self._idle.is_set():
             self._idle = anyio.Event()
         try:
-            await send.send((key, job))
+            await send.send((key, job, time.monotonic()))
         except BaseException as exc:  # closed under us, or the caller was cancelled while waiting
             self._submitted -= 1
             if self._done >= self._submitted:
@@ -101,7 +108,7 @@ class Dispatcher:
         if self._closed or not self._streams:
             raise DispatcherClosedError("the dispatcher is closed" if self._closed else "not started")
         send, _ = self._streams[self._shard(key)]
-        send.send_nowait((key, job))  # WouldBlock propagates: the caller decides what to do
+        send.send_nowait((key, job, time.monotonic()))  # WouldBlock propagates: the caller decides
         self._submitted += 1
         if self._idle.is_set():
             self._idle = anyio.Event()
@@ -112,7 +119,8 @@ class Dispatcher:
 
     async def _work(self, receive: MemoryObjectReceiveStream[_Item]) -> None:
         async with receive:
-            async for key, job in receive:
+            async for key, job, queued_at in receive:
+                self._waits.append(time.monotonic() - queued_at)
                 self._running += 1
                 try:
                     # Every log line the runtime writes while handling this job names its chat.
@@ -147,4 +155,13 @@ class Dispatcher:
             done=self._done,
             failed=self._failed,
             max_queued=self._max_queued,
+            wait_p50_ms=_percentile(self._waits, 0.50) * 1000,
+            wait_p95_ms=_percentile(self._waits, 0.95) * 1000,
         )
+
+
+def _percentile(values: Iterable[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]

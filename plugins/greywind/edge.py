@@ -333,7 +333,8 @@ class Edge:
         lines = [
             f"收到消息 {stats.messages}（截断 {stats.truncated}，转换失败 {stats.convert_failed}）",
             f"队列 {stats.dispatcher.queued}，处理中 {stats.dispatcher.running}，"
-            f"失败 {stats.dispatcher.failed}",
+            f"失败 {stats.dispatcher.failed}，排队 p50 {stats.dispatcher.wait_p50_ms:.0f} ms "
+            f"p95 {stats.dispatcher.wait_p95_ms:.0f} ms",
             f"已发送 {out.sent_parts} 条，影子 {out.shadow_parts} 条，发送失败 {out.failed_sends}，"
             f"限速 {out.rate.rate_per_minute:.0f}/分钟（余 {out.rate.tokens:.1f}）",
         ]

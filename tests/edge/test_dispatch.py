@@ -106,3 +106,27 @@ async def test_closed_dispatcher_refuses_new_jobs() -> None:
         dispatcher.close()
         with pytest.raises(DispatcherClosedError):
             await dispatcher.submit("x", nothing)
+
+
+@pytest.mark.anyio
+async def test_queue_waits_are_measured() -> None:
+    release = anyio.Event()
+    dispatcher = Dispatcher(workers=1, queue_size=4)
+
+    async def blocker() -> None:
+        await release.wait()
+
+    async def quick() -> None:
+        return None
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        await dispatcher.submit("x", blocker)
+        await dispatcher.submit("x", quick)  # waits behind the blocker
+        await anyio.sleep(0.05)
+        release.set()
+        await dispatcher.wait_idle()
+        dispatcher.close()
+    stats = dispatcher.statistics()
+    assert stats.wait_p95_ms >= 40.0
+    assert stats.wait_p50_ms <= stats.wait_p95_ms
