@@ -33,6 +33,7 @@ __all__ = [
     "HandoffManagerStatistics",
     "HandoffRequest",
     "Summarizer",
+    "digest_of",
     "fallback_digest",
     "handoff_slot",
     "parse_digest",
@@ -59,6 +60,8 @@ class HandoffRequest:
     interruptions: tuple[str, ...] = ()
     resume_point: str | None = None
     close_reason: str = "idle"
+    # The handoff this session itself received: what it did not get to is still owed.
+    previous: HandoffDigest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,21 +110,30 @@ def _short(text: str, limit: int = _LINE) -> str:
 
 
 def fallback_digest(request: HandoffRequest) -> HandoffDigest:
-    """A digest from the session record alone: no model, same input → same digest."""
+    """A digest from the session record alone: no model, same input → same digest.
+
+    What the session received from its predecessor and did not move on is carried forward, so a
+    session that closes without progress does not break the chain."""
+    previous = request.previous
     last = [_short(line) for line in request.dialogue[-3:]]
-    summary = (
-        f"「{request.thread_title}」最近的对话：" + "；".join(last)
-        if last
-        else f"「{request.thread_title}」本次会话没有对话"
-    )
+    if last:
+        summary = f"「{request.thread_title}」最近的对话：" + "；".join(last)
+    elif previous is not None:
+        summary = f"{previous.summary}（之后的一次会话没有新进展）"
+    else:
+        summary = f"「{request.thread_title}」本次会话没有对话"
     unfinished = list(request.open_tasks)
     if request.resume_point and request.resume_point not in unfinished:
         unfinished.append(request.resume_point)
+    if previous is not None:
+        unfinished += [item for item in previous.unfinished_items if item not in unfinished]
     risks = [f"会话曾被打断：{_short(i)}" for i in request.interruptions[-2:]]
     risks.append("这份交接由规则生成，没有经过模型整理，细节可能不全")
     suggestion = request.resume_point or (request.open_tasks[0] if request.open_tasks else "")
     if not suggestion and last:
         suggestion = f"从最后一句接着聊：{last[-1]}"
+    if not suggestion and previous is not None:
+        suggestion = previous.resume_suggestion
     return HandoffDigest(
         summary=summary,
         unfinished_items=tuple(unfinished),
@@ -136,6 +148,15 @@ def _bounded(digest: HandoffDigest) -> HandoffDigest:
         unfinished_items=tuple(_short(i, 120) for i in digest.unfinished_items[:_MAX_ITEMS]),
         risks=tuple(_short(r, 120) for r in digest.risks[:_MAX_ITEMS]),
         resume_suggestion=_short(digest.resume_suggestion, 200),
+    )
+
+
+def digest_of(handoff: Handoff) -> HandoffDigest:
+    return HandoffDigest(
+        summary=handoff.summary,
+        unfinished_items=handoff.unfinished_items,
+        risks=handoff.risks,
+        resume_suggestion=handoff.resume_suggestion,
     )
 
 

@@ -21,6 +21,7 @@ __all__ = ["HANDOFF_INSTRUCTIONS", "ModelEmbedder", "ModelSummarizer", "handoff_
 HANDOFF_INSTRUCTIONS = (
     "你在为一个即将结束的工作会话写交接（handoff），交给同一话题线程的下一次会话。"
     "不要复述全部历史，只写继续工作真正需要的最少信息：当前进度、未完成事项、风险与不确定性、下一步从哪里接着做。"
+    "上一次交接（previous_handoff）里仍未完成的事项要保留。"
     "只输出一个 JSON 对象，不要别的文字，格式："
     '{"summary": "...", "unfinished_items": ["..."], "risks": ["..."], "resume_suggestion": "..."}'
 )
@@ -49,6 +50,12 @@ def handoff_messages(request: HandoffRequest) -> list[dict[str, str]]:
         "interruptions": list(request.interruptions),
         "resume_point": request.resume_point,
     }
+    if request.previous is not None:
+        facts["previous_handoff"] = {
+            "summary": request.previous.summary,
+            "unfinished_items": list(request.previous.unfinished_items),
+            "resume_suggestion": request.previous.resume_suggestion,
+        }
     return [
         {"role": "system", "content": HANDOFF_INSTRUCTIONS},
         {"role": "user", "content": json.dumps(facts, ensure_ascii=False, indent=1)},

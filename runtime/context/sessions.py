@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 
 from runtime.context.errors import IllegalSessionTransitionError, UnknownSessionError
-from runtime.context.handoffs import HandoffManager, HandoffRequest
+from runtime.context.handoffs import HandoffManager, HandoffRequest, digest_of
 from runtime.context.tasks import OPEN_TASK_STATUSES
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.store.protocol import Store
@@ -317,6 +317,7 @@ class SessionManager:
         tasks = await self._store.list_tasks(
             topic_thread_id=session.topic_thread_id, statuses=OPEN_TASK_STATUSES, limit=5
         )
+        received = await self._handoffs.for_session(session)
         request = HandoffRequest(
             session_id=session.id,
             topic_thread_id=session.topic_thread_id,
@@ -328,6 +329,7 @@ class SessionManager:
             interruptions=interruption_lines(session),
             resume_point=session.resume_point,
             close_reason=reason.value,
+            previous=digest_of(received) if received is not None else None,
         )
         handoff = await self._handoffs.write(request, now=now, use_model=use_model)
         session = await self._move(session, SessionState.HANDOFF_WRITTEN, now)

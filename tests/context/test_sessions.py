@@ -322,3 +322,23 @@ async def test_a_turn_never_revives_a_session_closed_meanwhile(store: Store) -> 
     stored = await store.get_session(opened.session.id)
     assert stored is not None
     assert stored.state is SessionState.HANDOFF_WRITTEN
+
+
+@pytest.mark.asyncio
+async def test_what_a_session_did_not_get_to_is_handed_on_again(store: Store) -> None:
+    t = await thread(store)
+    sessions = manager(store)
+    first = await sessions.open(t, G1, now=0.0)
+    await sessions.record_turn(
+        first.session.id, now=1.0, dialogue=("甲: 先定 slot",), resume_point="定义 retrieval 策略"
+    )
+    await sessions.close(first.session.id, now=2.0)
+    second = await sessions.open(t, G1, now=3.0)
+    assert second.handoff is not None
+    closed = await sessions.close(second.session.id, now=4.0)  # nothing happened in between
+    assert "定义 retrieval 策略" in closed.handoff.unfinished_items
+    assert closed.handoff.resume_suggestion == "定义 retrieval 策略"
+    assert "没有新进展" in closed.handoff.summary
+    third = await sessions.open(t, G1, now=5.0)
+    assert third.handoff is not None
+    assert third.handoff.resume_suggestion == "定义 retrieval 策略"
