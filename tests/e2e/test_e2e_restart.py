@@ -7,6 +7,9 @@ answers a question about the fact with the first run's dialogue in front of the 
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 from tests.e2e.conftest import StartBot
@@ -92,4 +95,36 @@ async def test_a_restart_keeps_the_conversation_and_sends_the_reminder_it_promis
         await peer.wait_for_call("send_group_msg", lambda c: tag("r2") in c.text, within=15)
     (request,) = model.requests_for("r2")
     assert "青色" in request.all_text, "the second run's packet carries the first run's dialogue or handoff"
+    assert second.stop() == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="runtime/app/episodes.py _remind: a reminder falling due before OneBot reconnects is sent to "
+    "no connection and finished SKIPPED ('send no_connection'), so it is lost instead of waiting",
+)
+async def test_a_reminder_due_while_the_bot_was_down_is_sent_once_the_account_reconnects(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    model = TaggedModel(openai_server)
+    model.on(
+        "soon",
+        steps(
+            tool_call("schedule_message", delay_minutes=2 / 60, text=f"该出门了{tag('soon')}"),
+            reply_text(f"好，到点叫你{tag('soon')}"),
+        ),
+    )
+    first = start_bot(model=openai_server, config=CONFIG)
+    async with connected_peer(first, self_id=SELF_ID) as peer:
+        asked = time.monotonic()
+        await peer.say_in_private(FRIEND, f"{tag('soon')}两秒后提醒我出门")
+        await peer.wait_for_call("send_private_msg", lambda c: "到点叫你" in c.text, within=15)
+    assert first.stop() == 0
+    # Down past the reminder's time; then the OneBot implementation takes a moment to dial back in.
+    await asyncio.sleep(max(0.0, asked + 3.0 - time.monotonic()))
+    second = start_bot(model=openai_server, config=CONFIG)
+    await asyncio.sleep(3.0)
+    async with connected_peer(second, self_id=SELF_ID) as peer:
+        reminder = await peer.wait_for_call("send_private_msg", lambda c: "该出门了" in c.text, within=15)
+        assert reminder.params["user_id"] == FRIEND
     assert second.stop() == 0
