@@ -123,8 +123,8 @@ async def test_a_reminder_due_while_the_bot_was_down_is_sent_once_the_account_re
     # Down past the reminder's time; then the OneBot implementation takes a moment to dial back in.
     await asyncio.sleep(max(0.0, asked + 3.0 - time.monotonic()))
     second = start_bot(model=openai_server, config=CONFIG)
-    await asyncio.sleep(3.0)
+    await asyncio.sleep(2.0)
     async with connected_peer(second, self_id=SELF_ID) as peer:
-        reminder = await peer.wait_for_call("send_private_msg", lambda c: "该出门了" in c.text, within=15)
+        reminder = await peer.wait_for_call("send_private_msg", lambda c: "该出门了" in c.text, within=6)
         assert reminder.params["user_id"] == FRIEND
     assert second.stop() == 0
