@@ -111,6 +111,9 @@ class FrameGuard:
             if self._held and len(self._in_flight) < self._max_in_flight:
                 frame = self._held.popleft()
                 self._held_bytes -= len(frame)
+                if self._held:
+                    # Draining a backlog: let the tasks just spawned (and the reader) run in between.
+                    await asyncio.sleep(0)
                 return frame
             if self._closed is not None and not self._held:
                 raise self._closed
