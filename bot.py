@@ -11,6 +11,11 @@ Serves the OneBot v11 reverse WebSocket at ``ws://HOST:PORT/onebot/v11/ws`` (Non
   endpoint for every model role. With no model at all the bot still starts, says what to set, and runs
   in shadow mode (reads and decides, sends nothing).
 
+The OneBot adapter is NoneBot's own behind a guard (``plugins/greywind/onebot_guard.py``): frames that
+are not JSON are skipped instead of closing the connection, and under a flood events wait in a bounded
+backlog instead of spawning without limit. The runtime (``runtime.app``) is wired in with
+``use_runtime`` once the plugin is loaded.
+
 Logs are structlog lines on stderr: JSON when stderr is not a terminal (``GREYWIND_LOG_FORMAT=json|
 console`` to choose); the access token and API keys are masked everywhere. SIGTERM (or Ctrl-C) stops
 the server, runs the shutdown hooks (state saved) and exits with status 0.
