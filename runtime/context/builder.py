@@ -397,6 +397,7 @@ class ContextBuilder:
             conversation_thread_id=conversation_thread_id,
             message_id=trigger.message_id if trigger is not None else None,
             chat_name=chat.name,
+            may_create=trigger is not None,
         )
 
     async def _dialogue(

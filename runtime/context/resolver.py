@@ -60,6 +60,7 @@ class ResolveRule(StrEnum):
     RECENT = "recent"
     LEXICAL = "lexical"
     NEW = "new"
+    FALLBACK = "fallback"  # nothing matched and the caller may not open a thread (a proactive cue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,9 +239,13 @@ class ThreadResolver:
         conversation_thread_id: str | None = None,
         message_id: str | None = None,
         chat_name: str = "",
+        may_create: bool = True,
     ) -> Resolution:
-        """The topic thread for ``text`` said in ``chat_id``; links ``message_id`` to it when given."""
-        resolution = await self._decide(chat_id, text, now, conversation_thread_id, chat_name)
+        """The topic thread for ``text`` said in ``chat_id``; links ``message_id`` to it when given.
+
+        ``may_create=False`` (a proactive cue: the bot's own words, not a user's new theme) never opens
+        a thread: when nothing matches, the chat's casual thread is used (rule ``fallback``)."""
+        resolution = await self._decide(chat_id, text, now, conversation_thread_id, chat_name, may_create)
         thread = resolution.thread
         if not resolution.created and (
             thread.updated_at < now or thread.status is not TopicThreadStatus.ACTIVE
@@ -282,7 +287,13 @@ class ThreadResolver:
         return Resolution(thread, ResolveRule.EXPLICIT, False, 1.0, "named by the caller")
 
     async def _decide(
-        self, chat_id: str, text: str, now: float, conversation_thread_id: str | None, chat_name: str
+        self,
+        chat_id: str,
+        text: str,
+        now: float,
+        conversation_thread_id: str | None,
+        chat_name: str,
+        may_create: bool = True,
     ) -> Resolution:
         cleaned = strip_names(text, self._settings.names)
         if is_chatter(cleaned):
@@ -332,6 +343,9 @@ class ThreadResolver:
                     best_other, ResolveRule.LEXICAL, False, scores[best_other.id], "title/tags/goals match"
                 )
 
+        if not may_create:
+            casual = await self._casual(chat_id, now, chat_name)
+            return replace(casual, rule=ResolveRule.FALLBACK, reason="no thread matched; not a user's theme")
         return await self._new(chat_id, cleaned, now)
 
     async def _conversation_topic(

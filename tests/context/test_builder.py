@@ -252,3 +252,18 @@ def test_the_recent_buffer_is_bounded_per_chat() -> None:
     assert [m.message_id for m in recent.recent("group:1")] == ["m2", "m3", "m4"]
     assert recent.recent("group:9") == ()
     assert recent.statistics() == RecentBufferStatistics(chats=2, messages=4, size=3)
+
+
+@pytest.mark.asyncio
+async def test_a_proactive_cue_never_opens_a_thread_of_its_own(store: Store) -> None:
+    rt = runtime(store)
+    trip = await rt.resolver.create(G1.chat_id, "杭州周末游", now=0.0, tags=("西湖",))
+    built, _ = await rt.prepare(None, chat=G1, now=10.0, reason="proactive", cue="问问大家西湖去过没有")
+    assert built.packet.thread.thread_id == trip.id
+    quiet, _ = await rt.prepare(
+        None, chat=G1, now=20.0, reason="proactive", cue="群里好久没人说话了，分享一首新歌"
+    )
+    assert quiet.resolution.rule.value == "fallback"
+    assert quiet.packet.thread.thread_type == "casual"
+    titles = {t.title for t in await store.list_topic_threads(chat_id=G1.chat_id)}
+    assert not any("新歌" in title for title in titles)
