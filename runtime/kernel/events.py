@@ -70,6 +70,25 @@ TRANSITIONS: Mapping[EventState, frozenset[EventState]] = MappingProxyType(
 
 TERMINAL_STATES: frozenset[EventState] = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
 
+
+def _moves_from_captured() -> dict[EventState, int]:
+    """Each state reachable from ``captured`` -> the length of the shortest legal path to it."""
+    moves = {_S.CAPTURED: 0}
+    frontier = [_S.CAPTURED]
+    while frontier:
+        following = []
+        for state in frontier:
+            for target in TRANSITIONS[state]:
+                if target not in moves:
+                    moves[target] = moves[state] + 1
+                    following.append(target)
+        frontier = following
+    return moves
+
+
+_MOVES_FROM_CAPTURED = _moves_from_captured()
+_CAPTURED = _S.CAPTURED
+
 _EMPTY_PAYLOAD: Mapping[str, object] = MappingProxyType({})
 
 
@@ -182,28 +201,46 @@ class EventStore:
         deadline: float | None = None,
         priority: float = 0.0,
         payload: Mapping[str, object] | None = None,
+        state: EventState = EventState.CAPTURED,
     ) -> BotEvent:
-        """A new ``captured`` event; ``not_before`` defaults to ``now``."""
+        """A new event; ``not_before`` defaults to ``now``.
+
+        It is born ``captured``, or directly in ``state`` when the caller already knows where it goes
+        (the kernel records a message it judged not worth a reply as ``skipped`` at once): the moves
+        from ``captured`` to ``state`` must be legal, and they count in ``statistics().transitions``
+        as if made one by one along the shortest legal path. :class:`IllegalTransition` otherwise.
+        """
+        if state.__class__ is not EventState:
+            state = EventState(state)
+        moves = _MOVES_FROM_CAPTURED.get(state)
+        if moves is None:
+            raise IllegalTransition("a new event", _CAPTURED.value, state.value)
         event_id = self._ids("ev")
-        while event_id in self._events:  # a restored event may already hold a counter id
+        events = self._events
+        while event_id in events:  # a restored event may already hold a counter id
             event_id = self._ids("ev")
+        # Positional: this runs for every message, and keywords cost more.
         event = BotEvent(
-            id=event_id,
-            kind=kind,
-            chat_id=chat_id,
-            thread_id=thread_id,
-            actor_ids=tuple(actor_ids),
-            evidence_message_ids=tuple(evidence_message_ids),
-            created_at=now,
-            updated_at=now,
-            not_before=now if not_before is None else not_before,
-            deadline=deadline,
-            priority=priority,
-            state=EventState.CAPTURED,
-            payload=_frozen_payload(payload),
+            event_id,
+            kind,
+            chat_id,
+            thread_id,
+            tuple(actor_ids),  # a tuple is returned as it is
+            tuple(evidence_message_ids),
+            now,
+            now,
+            now if not_before is None else not_before,
+            deadline,
+            priority,
+            state,
+            _frozen_payload(payload),
         )
         self._insert(event)
         self._created += 1
+        if moves:
+            self._transitions += moves
+            if len(self._terminal) > self._max_terminal:
+                self._enforce_count()
         return event
 
     def get(self, event_id: str) -> BotEvent | None:
@@ -251,25 +288,60 @@ class EventStore:
                 patch[name] = tuple(value)
         if "chat_id" in patch and patch["chat_id"] != event.chat_id:
             self._unindex_chat(event)
-        updated = dataclasses.replace(event, updated_at=now, **patch)  # type: ignore[arg-type]
+        get = patch.get
+        updated = BotEvent(
+            event.id,
+            get("kind", event.kind),  # type: ignore[arg-type]
+            get("chat_id", event.chat_id),  # type: ignore[arg-type]
+            get("thread_id", event.thread_id),  # type: ignore[arg-type]
+            get("actor_ids", event.actor_ids),  # type: ignore[arg-type]
+            get("evidence_message_ids", event.evidence_message_ids),  # type: ignore[arg-type]
+            event.created_at,
+            now,
+            get("not_before", event.not_before),  # type: ignore[arg-type]
+            get("deadline", event.deadline),  # type: ignore[arg-type]
+            get("priority", event.priority),  # type: ignore[arg-type]
+            event.state,
+            get("payload", event.payload),  # type: ignore[arg-type]
+        )
         self._events[event_id] = updated
         self._by_chat.setdefault(updated.chat_id, {})[event_id] = None
         return updated
 
     def transition(self, event_id: str, state: EventState, now: float) -> BotEvent:
         """Move the event to ``state``; :class:`IllegalTransition` if the ADR forbids the move."""
-        event = self.require(event_id)
-        target = EventState(state)
-        if target not in TRANSITIONS[event.state]:
-            raise IllegalTransition(f"event {event_id}", event.state.value, target.value)
-        updated = dataclasses.replace(event, state=target, updated_at=now)
+        event = self._events.get(event_id)
+        if event is None:
+            raise UnknownEvent(event_id)
+        target = state if state.__class__ is EventState else EventState(state)
+        current = event.state
+        if target not in TRANSITIONS[current]:
+            raise IllegalTransition(f"event {event_id}", current.value, target.value)
+        # Built directly: dataclasses.replace() costs twice as much, and this runs per message.
+        updated = BotEvent(
+            event.id,
+            event.kind,
+            event.chat_id,
+            event.thread_id,
+            event.actor_ids,
+            event.evidence_message_ids,
+            event.created_at,
+            now,
+            event.not_before,
+            event.deadline,
+            event.priority,
+            target,
+            event.payload,
+        )
         self._events[event_id] = updated
-        self._counts[event.state] -= 1
-        self._counts[target] += 1
+        counts = self._counts
+        counts[current] -= 1
+        counts[target] += 1
         self._transitions += 1
         if target in TERMINAL_STATES:
             self._terminal[event_id] = now
-            self._enforce_count()
+            if len(self._terminal) > self._max_terminal:
+                self._enforce_count()
         return updated
 
     def can_transition(self, event_id: str, state: EventState) -> bool:

@@ -77,7 +77,7 @@ from runtime.kernel.lexicon.terms import (
     LexiconScope,
     TermStatus,
 )
-from runtime.kernel.message import ChatMessage
+from runtime.kernel.message import ChatKind, ChatMessage
 from runtime.kernel.outcomes import (
     Activation,
     ActivationOutcome,
@@ -108,6 +108,7 @@ _PERSONA_SCOPE = LexiconScope.PERSONA
 _LOW, _FORCED, _HIGH = Decision.LOW, Decision.FORCED, Decision.HIGH
 _SKIPPED, _CLASSIFIED = EventState.SKIPPED, EventState.CLASSIFIED
 _RECORDED, _SCHEDULED = IngestAction.RECORDED, IngestAction.SCHEDULED
+_PRIVATE = ChatKind.PRIVATE
 
 
 class Kernel:
@@ -193,20 +194,20 @@ class Kernel:
         last_speech = actor.last_speech_at if actor is not None else None
         previous = self._last_message_at.get(chat_id)
         self._last_message_at[chat_id] = now if previous is None else max(previous, now)
-        inp = AttentionInput(
-            forced=message.addressed or message.is_private,
-            direct=persona_named or (assignment.reason == "reply" and bot_last is not None),
-            keyword_score=score_hits(topical) if topical else 0.0,
-            thread_continuity=continuity,
-            question=looks_like_question(head),
-            silence_seconds=0.0 if previous is None else max(0.0, now - previous),
-            recently_replied=(
+        inp = AttentionInput(  # positional: this runs for every message
+            message.addressed or message.chat_kind is _PRIVATE,  # forced
+            persona_named or (assignment.reason == "reply" and bot_last is not None),  # direct
+            score_hits(topical) if topical else 0.0,  # keyword_score
+            continuity,  # thread_continuity
+            looks_like_question(head),  # question
+            0.0 if previous is None else max(0.0, now - previous),  # silence_seconds
+            (  # recently_replied
                 last_speech is not None
                 and bot_last is None
                 and now - last_speech < s.scheduling.recently_replied
             ),
-            budget_exhausted=actor is not None and not actor.peek(now).allowed,
-            keywords=tuple(dict.fromkeys(h.term for h in topical)) if topical else (),
+            actor is not None and not actor.peek(now).allowed,  # budget_exhausted
+            tuple(dict.fromkeys([h.term for h in topical])) if topical else (),  # keywords
         )
         attention = score_attention(inp, s.attention)
 
@@ -232,11 +233,11 @@ class Kernel:
                 actor_ids=actors,
                 evidence_message_ids=evidence,
                 priority=attention.score,
+                state=_SKIPPED,
             )
-            event = self.events.transition(event.id, _SKIPPED, now)
             action, reason = _RECORDED, "attention low"
         elif decision is _FORCED:
-            action, event, reason, activate_at = self._forced(message, thread_id, attention, now)
+            action, event, reason, activate_at = self._forced(message, chat_id, thread_id, attention, now)
         else:
             sched = s.scheduling
             high = decision is _HIGH
@@ -252,9 +253,9 @@ class Kernel:
                 deadline=now + (sched.high_deadline if high else sched.medium_deadline),
                 priority=attention.score,
                 payload={"decision": decision.value, "reasons": attention.reasons},
+                state=_CLASSIFIED,
             )
-            self.events.transition(event.id, _CLASSIFIED, now)
-            event = self.scheduler.schedule(event.id, now)
+            event = self.scheduler.schedule_event(event, now)
             action, reason = _SCHEDULED, f"attention {decision.value}"
         if action is not _RECORDED:
             superseded = self._supersession.supersede(event, now)
@@ -281,15 +282,19 @@ class Kernel:
         return keys
 
     def _forced(
-        self, message: ChatMessage, thread_id: str, attention: Attention, now: float
+        self, message: ChatMessage, chat_id: str, thread_id: str, attention: Attention, now: float
     ) -> tuple[IngestAction, BotEvent, str, float | None]:
-        chat_id = message.chat_id
         verdict = self.budgets.actor(chat_id).can_speak(now, forced=True)
         deadline = now + self.settings.scheduling.forced_deadline
         retry = verdict.retry_at
         delayed = not verdict.allowed and retry is not None and retry <= deadline
         payload: dict[str, object] = {"forced": True, "reasons": attention.reasons}
-        if not verdict.allowed and not delayed:
+        if verdict.allowed:
+            state = EventState.ELIGIBLE
+        elif delayed:
+            state = EventState.CLASSIFIED
+        else:
+            state = EventState.SKIPPED
             payload["skip_reason"] = verdict.reason
         event = self.events.create(
             kind=MESSAGE_KIND,
@@ -302,16 +307,13 @@ class Kernel:
             deadline=deadline,
             priority=1.0,
             payload=payload,
+            state=state,  # captured -> classified -> eligible, -> classified, or -> skipped
         )
         if verdict.allowed:
-            self.events.transition(event.id, EventState.CLASSIFIED, now)
-            event = self.events.transition(event.id, EventState.ELIGIBLE, now)
             return IngestAction.ACT_NOW, event, "forced", now
         if delayed:
-            self.events.transition(event.id, EventState.CLASSIFIED, now)
-            event = self.scheduler.schedule(event.id, now)
+            event = self.scheduler.schedule_event(event, now)
             return IngestAction.SCHEDULED, event, f"forced, delayed: {verdict.reason}", retry
-        event = self.events.transition(event.id, EventState.SKIPPED, now)
         return IngestAction.RECORDED, event, f"forced, dropped: {verdict.reason}", None
 
     def _ingest_own(self, message: ChatMessage) -> IngestResult:
@@ -325,8 +327,8 @@ class Kernel:
             thread_id=assignment.thread.id,
             actor_ids=(message.sender_id,),
             evidence_message_ids=(message.message_id,),
+            state=EventState.SKIPPED,
         )
-        event = self.events.transition(event.id, EventState.SKIPPED, now)
         attention = Attention(0.0, Decision.LOW, ("the bot's own message",))
         self._counts["own"] = self._counts.get("own", 0) + 1
         return IngestResult(
@@ -602,4 +604,3 @@ class Kernel:
             budgets=self.budgets.statistics(),
             lexicon=self.lexicon.statistics(),
         )
-

@@ -18,7 +18,9 @@ class ChatKind(StrEnum):
 
 def chat_id_for(kind: ChatKind | str, ident: int | str) -> str:
     """The kernel's chat key: ``group:123`` or ``private:42``."""
-    return f"{ChatKind(kind).value}:{ident}"
+    if kind.__class__ is not ChatKind:  # a member formats as its value; the call is the slow part
+        kind = ChatKind(kind)
+    return f"{kind}:{ident}"
 
 
 def parse_chat_id(chat_id: str) -> tuple[ChatKind, str]:

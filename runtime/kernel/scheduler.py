@@ -87,6 +87,14 @@ class ActivationScheduler:
         self._counts[0] += 1
         return event
 
+    def schedule_event(self, event: BotEvent, now: float) -> BotEvent:
+        """:meth:`schedule` for an event the caller holds as the store has it (no lookup)."""
+        if event.state not in _WAITING:
+            event = self.store.transition(event.id, _SCHEDULED, now)
+        self._push(event)
+        self._counts[0] += 1
+        return event
+
     def snooze(self, event_id: str, until: float, now: float) -> BotEvent:
         """Put the event off until ``until`` (its new ``not_before``); it comes back as ``eligible``."""
         event = self.store.update(event_id, now, not_before=until)  # UnknownEvent if it is not there
