@@ -119,6 +119,7 @@ async def run(args: argparse.Namespace) -> int:
         probe_ids: dict[str, str] = {}  # tag -> message id
         posted = asked = 0
         counted = -1
+        status = ""
         try:
             async with OneBotPeer(bot.ws_url, self_id=SELF_ID) as peer:
                 await asyncio.sleep(1.0)  # connected and registered
@@ -165,8 +166,10 @@ async def run(args: argparse.Namespace) -> int:
                     before = len(peer.calls)
                     asked += 1
                     await peer.say_in_private(ADMIN, "/status")
-                    status = await peer.wait_for_call("send_private_msg", after=before, within=120)
-                    match = re.search(r"收到消息 (\d+)", status.text)
+                    await peer.wait_for_call("send_private_msg", after=before, within=120)
+                    await asyncio.sleep(0.3)  # a long status comes in parts
+                    status = "\n".join(c.text for c in peer.calls[before:] if c.action == "send_private_msg")
+                    match = re.search(r"收到消息 (\d+)", status)
                     counted = int(match.group(1)) if match else -1
                     if counted >= posted + len(probes) + asked:
                         break
@@ -202,6 +205,8 @@ async def run(args: argparse.Namespace) -> int:
     print(describe("receipt -> model request", to_model, len(probes)))
     print("  " + describe("posted -> converted and queued by the edge", edge_part, len(probes)))
     print("  " + describe("queued -> model request (the runtime)", runtime_part, len(probes)))
+    if (waits := re.search(r"排队 p50 (\d+) ms p95 (\d+) ms", status)) is not None:
+        print(f"    of which in the edge's queues (last 1,024 jobs): p50 {waits[1]} ms  p95 {waits[2]} ms")
     print(describe("model answer -> send call", to_send, len(probes)))
     print(f"model requests for chatter: {chatter_requests}")
     print(f"bot counted {counted:,} messages, expected {expected:,}: lost {expected - counted}")
