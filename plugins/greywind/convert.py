@@ -69,6 +69,7 @@ PLACEHOLDERS: Mapping[str, str] = {
     "anonymous": "",
 }
 POKE_TEXT = "[戳一戳]"
+MAX_MENTIONS = 64
 _SAFE_TYPE = re.compile(r"[A-Za-z0-9_.-]{1,24}")
 # After the bot's name these do not make it another word: "灰风，", "greywind: ", "灰风?".
 _NAME_BOUNDARY = frozenset(" \t\r\n,，.。:：!！?？~～、;；")
@@ -231,12 +232,24 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
         sender_name=_display_name(event),
         time=now,
         text=text,
-        mentions=tuple(dict.fromkeys(mentions)),
+        mentions=_capped_mentions(mentions, rules.self_id),
         reply_to=reply_to,
         addressed=bool(how) and not from_self,  # the bot's own echo never calls for an answer
         from_self=from_self,
     )
     return Inbound(message=message, body=body, truncated=truncated, how_addressed="" if from_self else how)
+
+
+def _capped_mentions(mentions: list[str], self_id: str) -> tuple[str, ...]:
+    """Distinct mentions, at most ``MAX_MENTIONS`` (an @ of the bot always kept): a message that @s a
+    whole member list should not hand the kernel thousands of ids."""
+    distinct = list(dict.fromkeys(mentions))
+    if len(distinct) <= MAX_MENTIONS:
+        return tuple(distinct)
+    kept = distinct[:MAX_MENTIONS]
+    if self_id in distinct and self_id not in kept:
+        kept[-1] = self_id
+    return tuple(kept)
 
 
 def _join(parts: list[str]) -> str:

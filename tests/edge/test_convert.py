@@ -219,3 +219,12 @@ def test_private_poke_lands_in_the_private_chat() -> None:
 
 def test_longest_name_wins() -> None:
     assert opens_with_name("灰风大人，早", ("灰风", "灰风大人")) == "灰风大人"
+
+
+@pytest.mark.asyncio
+async def test_mentions_are_capped_but_the_bot_is_kept() -> None:
+    segments = [ob.at(n) for n in range(1, 500)] + [ob.at(SELF_ID), ob.text("点名")]
+    msg = convert_message(await as_adapter_delivers(group(segments)), RULES, now=NOW).message
+    assert len(msg.mentions) == 64
+    assert str(SELF_ID) in msg.mentions
+    assert msg.addressed
