@@ -112,6 +112,7 @@ class ThreadResolver:
 
     __slots__ = (
         "_by_rule",
+        "_casual_ids",
         "_conversations",
         "_created",
         "_ids",
@@ -136,6 +137,7 @@ class ThreadResolver:
         self._ids = ids or counter_ids()
         self._link = link
         self._conversations: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._casual_ids: dict[str, str] = {}
         self._by_rule: Counter[str] = Counter()
         self._created = 0
         # Lexical profiles keyed by (thread id, updated_at): rebuilt only when the thread changes.
@@ -399,12 +401,15 @@ class ThreadResolver:
         return profile
 
     async def _casual(self, chat_id: str, now: float, chat_name: str) -> Resolution:
-        threads = await self._store.list_topic_threads(chat_id=chat_id)
-        for thread in threads:
-            if thread.type == CASUAL:
-                return Resolution(
-                    thread, ResolveRule.CHATTER, False, 0.0, "chatter: the chat's casual thread"
-                )
+        known = self._casual_ids.get(chat_id)
+        found = await self._store.get_topic_thread(known) if known is not None else None
+        if found is None:
+            # Once per chat and process: a chat's threads can be many, its casual thread is one.
+            threads = await self._store.list_topic_threads(chat_id=chat_id)
+            found = next((t for t in threads if t.type == CASUAL), None)
+        if found is not None:
+            self._casual_ids[chat_id] = found.id
+            return Resolution(found, ResolveRule.CHATTER, False, 0.0, "chatter: the chat's casual thread")
         thread = TopicThread(
             id=self._ids("topic"),
             title=f"{chat_name or chat_id}·闲聊",
@@ -415,6 +420,7 @@ class ThreadResolver:
             chat_ids=(chat_id,),
         )
         await self._store.upsert_topic_thread(thread)
+        self._casual_ids[chat_id] = thread.id
         self._created += 1
         return Resolution(thread, ResolveRule.CHATTER, True, 0.0, "chatter: new casual thread")
 
