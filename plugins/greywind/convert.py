@@ -20,8 +20,7 @@ Rules, each one a complaint seen in comparable bots:
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from nonebot.adapters.onebot.v11 import (
@@ -32,6 +31,7 @@ from nonebot.adapters.onebot.v11 import (
     PokeNotifyEvent,
 )
 
+from runtime.addressing import opens_with_name, truncate_text
 from runtime.kernel.message import ChatKind, ChatMessage
 
 __all__ = [
@@ -98,35 +98,6 @@ class Inbound:
     body: str
     truncated: bool
     how_addressed: str  # "private" | "mention" | "reply" | "name" | "" (not addressed)
-
-
-def truncate_text(text: str, max_chars: int) -> tuple[str, bool]:
-    """Cut ``text`` to ``max_chars`` characters plus a marker that names the original length."""
-    if len(text) <= max_chars:
-        return text, False
-    return f"{text[:max_chars]}…[消息过长已截断，原文{len(text)}字]", True
-
-
-def opens_with_name(text: str, names: Iterable[str]) -> str | None:
-    """The name (or alias) ``text`` starts with, case-insensitively, or None.
-
-    A name ending in a CJK character may run straight into the sentence ("灰风在吗"); an ASCII name
-    must not run into more ASCII letters, so "greywind" does not address the bot inside "greywinds".
-    """
-    stripped = text.lstrip()
-    folded = stripped.casefold()
-    for name in sorted(names, key=len, reverse=True):
-        key = name.strip().casefold()
-        if not key or not folded.startswith(key):
-            continue
-        rest = stripped[len(key) :]
-        if not rest or _is_cjk(key[-1]) or not (rest[0].isascii() and rest[0].isalnum()):
-            return name
-    return None
-
-
-def _is_cjk(char: str) -> bool:
-    return unicodedata.east_asian_width(char) in {"W", "F"}
 
 
 def _placeholder(segment: MessageSegment) -> str:

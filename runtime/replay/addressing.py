@@ -1,47 +1,19 @@
-"""The edge's conversion rules (``plugins/greywind/convert.py``), without NoneBot.
+"""The edge's addressing verdict (``plugins/greywind/convert.py``), without NoneBot.
 
 Addressed = a private chat, an @ of the bot, a reply to one of the bot's messages, or the persona's
 name / an alias opening the message. Text longer than ``[bot].max_message_chars`` reaches the kernel cut,
-with a marker naming the original length. The edge's module imports NoneBot's adapter, which a
-command-line tool must not need, so the rules are written here as pure functions over plain values.
+with a marker naming the original length. The rules themselves live in ``runtime.addressing``, shared
+with the edge; this adds the verdict over plain values, since the edge's module imports NoneBot.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from runtime.addressing import opens_with_name, truncate_text
+
 __all__ = ["Addressing", "opens_with_name", "truncate_text"]
-
-
-def truncate_text(text: str, max_chars: int) -> tuple[str, bool]:
-    """Cut ``text`` to ``max_chars`` characters plus a marker that names the original length."""
-    if len(text) <= max_chars:
-        return text, False
-    return f"{text[:max_chars]}…[消息过长已截断，原文{len(text)}字]", True
-
-
-def opens_with_name(text: str, names: Iterable[str]) -> str | None:
-    """The name (or alias) ``text`` starts with, case-insensitively, or None.
-
-    A name ending in a CJK character may run straight into the sentence ("灰风在吗"); an ASCII name
-    must not run into more ASCII letters, so "greywind" does not address the bot inside "greywinds".
-    """
-    stripped = text.lstrip()
-    folded = stripped.casefold()
-    for name in sorted(names, key=len, reverse=True):
-        key = name.strip().casefold()
-        if not key or not folded.startswith(key):
-            continue
-        rest = stripped[len(key) :]
-        if not rest or _is_cjk(key[-1]) or not (rest[0].isascii() and rest[0].isalnum()):
-            return name
-    return None
-
-
-def _is_cjk(char: str) -> bool:
-    return unicodedata.east_asian_width(char) in {"W", "F"}
 
 
 @dataclass(frozen=True, slots=True)
