@@ -296,7 +296,7 @@ class ContextBuilder:
             "tasks": functools.partial(self._thread_slot, thread),
             "input": functools.partial(self._input, trigger, cue, now),
         }
-        if session is not None and handoff is None:
+        if session is not None and handoff is None and not session_created:
             calls["handoff"] = functools.partial(self._sessions.handoffs.for_session, session)
         if self._retrieval is not None and text.strip():
             query = RetrievalQuery(
@@ -328,7 +328,7 @@ class ContextBuilder:
         if session is not None and trigger is not None:
             line = f"{trigger.sender_name or trigger.sender_id}: {trigger.text}"
             recorded = await self._try(
-                "session", self._sessions.record_turn(session.id, now=now, dialogue=(line,)), failed, chat_id
+                "session", self._sessions.record_turn(session, now=now, dialogue=(line,)), failed, chat_id
             )
             session = recorded or session
 

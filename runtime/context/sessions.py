@@ -234,7 +234,7 @@ class SessionManager:
 
     async def record_turn(
         self,
-        session_id: str,
+        session_id: str | Session,
         *,
         now: float,
         dialogue: tuple[str, ...] = (),
@@ -242,12 +242,14 @@ class SessionManager:
         resume_point: str | None = None,
         screen_context: Mapping[str, Any] | None = None,
     ) -> Session:
-        """After an input or an output: recent dialogue and actions (capped), resume point, surface."""
-        found = await self.get(session_id)
+        """After an input or an output: recent dialogue and actions (capped), resume point, surface.
+
+        Given the :class:`Session` itself (as the caller holds it), one read is saved; it is read again
+        under the lock all the same, so a session closed meanwhile is never revived."""
+        found = session_id if isinstance(session_id, Session) else await self.get(session_id)
         async with self._locked(found.topic_thread_id, found.chat_id):
-            return await self._record(
-                await self.get(session_id), now, dialogue, actions, resume_point, screen_context
-            )
+            current = await self.get(found.id)
+            return await self._record(current, now, dialogue, actions, resume_point, screen_context)
 
     async def _record(
         self,
