@@ -342,7 +342,8 @@ class EpisodeDriver:
             cue=cue,
         )
         if trigger is not None and rt.memory is not None:
-            await rt.memory.profiles.observe(trigger, now=now)
+            # Learning the speaker's profile is no reason to keep the model waiting.
+            rt.loop_spawn(rt.memory.profiles.observe(trigger, now=now))
         app = rt.app
         reasoner = ModelReasoner(
             rt.router,
@@ -377,7 +378,7 @@ class EpisodeDriver:
             await self._graceful(event, trigger, forced)
         else:
             self._finish(event, EventState.SKIPPED, outcome.reason or outcome.kind.value)
-        await self._store_episode(final, built)
+        rt.loop_spawn(self._store_episode(final, built))
 
     async def _reply(
         self,
@@ -398,6 +399,20 @@ class EpisodeDriver:
             return
         self._counts["replied"] += 1
         self._finish(event, EventState.REPLIED)
+        # The session's record and the memory layer's round count are bookkeeping: the chat is free
+        # for its next episode as soon as the words are out.
+        rt.loop_spawn(self._after_reply(event.chat_id, trigger, built, text, episode, now))
+
+    async def _after_reply(
+        self,
+        chat_id: str,
+        trigger: ChatMessage | None,
+        built: BuiltContext,
+        text: str,
+        episode: Episode,
+        now: float,
+    ) -> None:
+        rt = self._rt
         actions = tuple(step.action.name for step in episode.steps if isinstance(step.action, ToolCall))
         await rt.context.builder.record_reply(built, text, now=now, actions=actions)
         if rt.memory is not None:

@@ -166,6 +166,9 @@ class Runtime:
         self._started = False
         self._messages = 0
         self._disposers: list[Callable[[], None]] = []
+        self._background = 0
+        self._background_done = anyio.Event()
+        self._background_done.set()
 
     # -- the gateway ------------------------------------------------------------------------------
 
@@ -208,6 +211,8 @@ class Runtime:
         self.loop.close()
         with anyio.move_on_after(5.0):
             await self.loop.wait_idle()
+        with anyio.move_on_after(5.0):
+            await self._background_done.wait()
         try:
             await self.persistence.save()
         except Exception:
@@ -299,18 +304,26 @@ class Runtime:
                 self._task_group.start_soon(self.writer.put, stored)
 
     def loop_spawn(self, work: Awaitable[object]) -> None:
-        """Run ``work`` in the lifespan's task group (a store write that must not hold the caller)."""
+        """Run ``work`` in the lifespan's task group: bookkeeping (a store write, a session record)
+        that must not hold the chat or the model's caller. :meth:`stop` waits for it."""
 
         async def run() -> None:
             try:
                 await work
             except Exception:
-                log.exception("background_write_failed")
+                log.exception("background_work_failed")
+            finally:
+                self._background -= 1
+                if not self._background:
+                    self._background_done.set()
 
         if self._task_group is None:
             if inspect.iscoroutine(work):
                 work.close()
             return
+        if not self._background:
+            self._background_done = anyio.Event()
+        self._background += 1
         self._task_group.start_soon(run)
 
     # -- introspection ------------------------------------------------------------------------------
