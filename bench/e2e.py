@@ -202,6 +202,12 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -298,7 +304,7 @@ async def bot_counts(peer: OneBotPeer) -> Counts:
 # ------------------------------------------------------------------------------------- phases
 
 
-async def latency_phase(args: argparse.Namespace, peer: OneBotPeer, model: ModelProcess) -> int:
+async def latency_phase(args: argparse.Namespace, peer: OneBotPeer, model: ModelProcess, pid: int) -> int:
     rng = random.Random(args.seed)
     groups = [FIRST_GROUP + n for n in range(args.groups)]
     tags = Addressed()
@@ -324,10 +330,11 @@ async def latency_phase(args: argparse.Namespace, peer: OneBotPeer, model: Model
             # Poisson arrivals per group: the groups' bursts overlap as they would.
             await asyncio.sleep(local.expovariate(1 / per_group_interval))
 
-    started = time.monotonic()
+    started, cpu = time.monotonic(), cpu_seconds(pid)
     await asyncio.gather(*(group_task(g) for g in groups))
     elapsed = time.monotonic() - started
     await wait_answered(peer, tags, within=60)
+    cpu = cpu_seconds(pid) - cpu
     to_model, to_send, fate = spans(tags, peer, model)
     print(
         f"latency phase: {args.groups} groups, {posted:,} messages ({tags.count} @) in {elapsed:.1f} s "
@@ -335,6 +342,9 @@ async def latency_phase(args: argparse.Namespace, peer: OneBotPeer, model: Model
     )
     print(describe("receipt -> model request", to_model, tags.count))
     print(describe("model answer -> send call", to_send, tags.count))
+    print(
+        f"  bot CPU: {cpu:.1f} s, {cpu / elapsed:.0%} of one core, {cpu / posted * 1000:.2f} ms per message"
+    )
     lost = tags.count - fate["answered"]
     print(f"  lost: {lost} of {tags.count} @  ({', '.join(f'{k} {v}' for k, v in fate.items())})")
     return posted
@@ -367,6 +377,7 @@ async def memory_phase(
     print(f"  {'messages':>10}  {'RSS MB':>7}  {'ingested':>10}  {'backlog':>8}  {'msg/s':>7}")
     curve: list[tuple[int, float]] = []
     await sample(0, "")
+    cpu, began = cpu_seconds(pid), time.monotonic()
     tenth = max(1, args.soak // 10)
     started = last_t = time.monotonic()
     last_n = 0
@@ -395,6 +406,11 @@ async def memory_phase(
         await asyncio.sleep(1.0)
         counts = await bot_counts(peer)
         asks += 1
+    cpu, took = cpu_seconds(pid) - cpu, time.monotonic() - began
+    print(
+        f"  bot CPU: {cpu:.1f} s in {took:.0f} s, {cpu / took:.0%} of one core, "
+        f"{cpu / (posted - already) * 1000:.2f} ms per message"
+    )
     await wait_answered(peer, tags, within=30)
     to_model, to_send, fate = spans(tags, peer, model, only=probes)
     print(describe("probe receipt -> model request", to_model, len(probes)))
@@ -435,7 +451,7 @@ async def run(args: argparse.Namespace) -> int:
         try:
             async with OneBotPeer(bot.ws_url, self_id=SELF_ID) as peer:
                 await asyncio.sleep(1.0)  # registered by the bot
-                posted = await latency_phase(args, peer, model) if args.addressed else 0
+                posted = await latency_phase(args, peer, model, pid) if args.addressed else 0
                 print(f"  RSS after the latency phase: {rss_mb(pid):.1f} MB")
                 if args.soak:
                     await memory_phase(args, peer, model, pid, posted)
