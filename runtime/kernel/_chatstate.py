@@ -26,6 +26,7 @@ MAX_PARTICIPANTS = 32
 MAX_PEOPLE = 512
 
 K = TypeVar("K", str, tuple[str, str])
+_ABSENT = object()
 
 
 class ThreadState:
@@ -70,8 +71,9 @@ class ChatState:
 
     # -- vocabulary ------------------------------------------------------------------------------
 
-    def term_hits(self, terms: tuple[str, ...]) -> tuple[dict[str, float], float]:
-        """Per thread, the summed rarity of the message terms it has used; and the terms' total.
+    def term_hits(self, terms: tuple[str, ...], candidates: set[str]) -> tuple[dict[str, float], float]:
+        """Per candidate thread, the summed rarity of the message terms it has used; and the terms'
+        total (over every live thread, candidate or not).
 
         A term's rarity is ``log(threads + 2) - log(users + 1)`` where ``users`` counts the live
         threads whose vocabulary holds it: a word every conversation uses weighs next to nothing,
@@ -87,7 +89,9 @@ class ChatState:
             if posting:
                 weight = base - log(len(posting) + 1.0)
                 total += weight
-                for tid in posting:
+                # Only the candidates are scored: a busy chat's common words are used by dozens of
+                # threads, and looking each one up costs more than intersecting in C.
+                for tid in candidates.intersection(posting):
                     hits[tid] = hits.get(tid, 0.0) + weight
             else:
                 total += base
@@ -103,9 +107,7 @@ class ChatState:
         postings = self.postings
         tid = thread.id
         for term in terms:
-            if term in vocabulary:
-                del vocabulary[term]  # re-inserted below as the most recent
-            else:
+            if vocabulary.pop(term, _ABSENT) is _ABSENT:  # else re-inserted below as the most recent
                 posting = postings.get(term)
                 if posting is None:
                     postings[term] = {tid}
@@ -116,7 +118,11 @@ class ChatState:
         if excess > max_terms:
             for term in list(islice(vocabulary, excess)):
                 del vocabulary[term]
-                self._unpost(term, tid)
+                posting = postings.get(term)
+                if posting is not None:
+                    posting.discard(tid)
+                    if not posting:
+                        del postings[term]
 
     def _unpost(self, term: str, tid: str) -> None:
         posting = self.postings.get(term)
@@ -149,20 +155,20 @@ def fade(age: float, span: float) -> float:
 def choose(
     chat: ChatState, message: ChatMessage, terms: tuple[str, ...], now: float, s: ThreadSettings
 ) -> tuple[ThreadState | None, str, float]:
-    """The best live thread for ``message`` and the signal that weighed most, or ``None`` for new."""
+    """The best live thread for ``message`` and the signal that weighed most, or ``None`` for new.
+
+    Per thread: the summed signals (``scores``) and the strongest single signal (``top``, compared
+    as ``(value, signal name)``), which names the reason.
+    """
     threads = chat.threads
     if not threads:
         return None, "new", 0.0
     horizon = now - s.horizon
     scores: dict[str, float] = {}
-    parts: list[tuple[float, str, str]] = []  # (value, signal, thread id), for the reason
-
-    def add(tid: str, value: float, why: str) -> None:
-        if value > 0.0 and tid in threads:
-            scores[tid] = scores.get(tid, 0.0) + value
-            parts.append((value, why, tid))
+    top: dict[str, tuple[float, str]] = {}
 
     sender = message.sender_id
+    people: list[tuple[str, float, str]] = []  # (thread id, value, signal) of the people signals
     for user in message.mentions:
         if user == sender:
             continue
@@ -170,41 +176,60 @@ def choose(
         # pulls the message towards where the named person last spoke.
         pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
         if pair is not None and pair[1] >= horizon:
-            add(pair[0], s.weight_pair, "mention")
+            people.append((pair[0], s.weight_pair, "mention"))
         spoke = chat.speakers.get(user)
         if spoke is not None and spoke[1] >= horizon:
-            add(spoke[0], s.weight_mention, "mention")
+            people.append((spoke[0], s.weight_mention, "mention"))
     # The speaker's own recent activity counts too, fading over a few minutes so that someone back
     # after a pause may open a new topic.
     own = chat.speakers.get(sender)
     if own is not None:
-        add(own[0], s.weight_speaker * fade(now - own[1], s.speaker_span), "speaker")
+        people.append((own[0], s.weight_speaker * fade(now - own[1], s.speaker_span), "speaker"))
     asked = chat.addressed.get(sender)
     if asked is not None and (own is None or asked[1] >= own[1]):
-        add(asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed")
+        people.append((asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed"))
+    for tid, value, why in people:
+        if value > 0.0 and tid in threads:
+            scores[tid] = scores.get(tid, 0.0) + value
+            part = (value, why)
+            best_part = top.get(tid)
+            if best_part is None or part > best_part:
+                top[tid] = part
 
     gap = s.gap
     max_candidates = s.max_candidates
-    # Threads are kept in order of last activity, so the walk stops at the first one past the gap.
+    # Threads are kept in order of last activity: recency stops at the first one past the gap, and
+    # only the ``max_candidates`` most recent (within the horizon) are scored on terms.
     recent = s.weight_recent / gap
+    recency = True
+    candidates: set[str] = set()
     for rank, thread in enumerate(reversed(threads.values()), 1):
-        idle = now - thread.last_at
-        if rank > max_candidates or idle >= gap:
+        if rank > max_candidates:
             break
-        value = recent * (gap - idle) / rank
+        last_at = thread.last_at
         tid = thread.id
-        scores[tid] = scores.get(tid, 0.0) + value
-        parts.append((value, "recent", tid))
-    if terms and chat.postings:
-        hits, total = chat.term_hits(terms)
+        if last_at >= horizon:
+            candidates.add(tid)
+        if recency:
+            idle = now - last_at
+            if idle < gap:
+                value = recent * (gap - idle) / rank
+                scores[tid] = scores.get(tid, 0.0) + value
+                best_part = top.get(tid)
+                if best_part is None or (value, "recent") > best_part:
+                    top[tid] = (value, "recent")
+            else:
+                recency = False
+    if terms and candidates and chat.postings:
+        hits, total = chat.term_hits(terms, candidates)
         if hits:
             per_hit = s.weight_terms / total
-            candidates = set(islice(reversed(threads), max_candidates))
             for tid, hit in hits.items():
-                if tid in candidates and threads[tid].last_at >= horizon:
-                    value = per_hit * hit
-                    scores[tid] = scores.get(tid, 0.0) + value
-                    parts.append((value, "terms", tid))
+                value = per_hit * hit
+                scores[tid] = scores.get(tid, 0.0) + value
+                best_part = top.get(tid)
+                if best_part is None or (value, "terms") > best_part:
+                    top[tid] = (value, "terms")
     newest = next(reversed(threads.values()))
 
     score = 0.0
@@ -212,8 +237,7 @@ def choose(
         best = max(scores, key=scores.__getitem__)
         score = scores[best]
         if score >= s.join_threshold:
-            why = max(p for p in parts if p[2] == best)[1]
-            return threads[best], why, score
+            return threads[best], top[best][1], score
     if now - newest.last_at > gap:
         return None, "new", score
     if message.is_private:

@@ -301,19 +301,24 @@ class ThreadTracker:
         self, chat: ChatState, thread: ThreadState, message: ChatMessage, terms: tuple[str, ...], now: float
     ) -> None:
         s = self._settings
-        thread.last_at = max(thread.last_at, now)
+        if now > thread.last_at:
+            thread.last_at = now
         thread.count += 1
-        thread.message_ids.append(message.message_id)
+        message_id = message.message_id
+        sender = message.sender_id
+        thread.message_ids.append(message_id)
         participants = thread.participants
-        participants.pop(message.sender_id, None)
-        participants[message.sender_id] = now
+        participants.pop(sender, None)
+        participants[sender] = now
         if len(participants) > MAX_PARTICIPANTS:
             del participants[next(iter(participants))]
-        chat.learn(thread, terms, s.max_terms_per_thread)
+        if terms:
+            chat.learn(thread, terms, s.max_terms_per_thread)
         chat.threads.move_to_end(thread.id)
-        chat.last_at = max(chat.last_at, now)
+        if now > chat.last_at:
+            chat.last_at = now
         messages = chat.messages
-        messages[message.message_id] = (thread.id, message.sender_id)
+        messages[message_id] = (thread.id, sender)
         if len(messages) > s.max_messages_per_chat:
             del messages[next(iter(messages))]
 
