@@ -50,6 +50,9 @@ log = structlog.get_logger("greywind.episode")
 MESSAGE_KIND = "message"
 REMINDER_KIND = "reminder"
 PERMISSIONS = ("chat",)
+# A reminder that could not be sent (no connection yet, a failed send) is tried again this much later.
+REMINDER_RETRY = 5.0
+_RETRYABLE = frozenset({"no_connection", "failed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,10 +206,18 @@ class EpisodeDriver:
             self._finish(event, EventState.SKIPPED, "empty reminder")
             return
         result = await rt.outbound.send(event.chat_id, f"提醒：{text}")
+        now = rt.clock()
         if self._spoke(event.chat_id, result.sent or result.reason == "shadow", forced=True):
             self._counts["reminders_sent"] += 1
             self._finish(event, EventState.REPLIED)
             log.info("reminder_sent", chat_id=event.chat_id, event_id=event.id, shadow=not result.sent)
+        elif result.reason in _RETRYABLE and (
+            event.deadline is None or now + REMINDER_RETRY <= event.deadline
+        ):
+            # A promised reminder waits for the connection (a restart before the account reconnects).
+            self._finish(event, EventState.SNOOZED, until=now + REMINDER_RETRY)
+            rt.loop.poke()
+            log.info("reminder_postponed", reason=result.reason, retry_in=REMINDER_RETRY)
         else:
             self._finish(event, EventState.SKIPPED, f"send {result.reason}")
 

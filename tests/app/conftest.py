@@ -52,6 +52,7 @@ class FakeBot:
     clock: Callable[[], float] | None = None
     fail: int = 0
     next_id: int = 900_000
+    connected: bool = True
 
     async def call_api(self, api: str, **data: Any) -> Any:
         if self.fail:
@@ -177,7 +178,7 @@ async def running(
         await anyio.lowlevel.checkpoint()
 
     outbound = Outbound(
-        bot=lambda: bot,
+        bot=lambda: bot if bot.connected else None,
         bucket=TokenBucket(
             config.outbound.max_per_minute, config.outbound.burst, clock=clock, sleep=no_sleep
         ),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.conftest import FakeClock, make_config, running
+from tests.app.conftest import FakeBot, FakeClock, make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.asyncio
@@ -71,3 +71,22 @@ async def test_a_reminder_is_only_for_the_chat_that_asked(
         await h.advance(61)
         assert h.bot.texts("group:777") == ["好", "提醒：开会"]
         assert h.bot.texts("group:500") == []
+
+
+async def test_a_reminder_due_before_the_account_reconnects_waits_for_the_connection(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(call("schedule_message", text="该出门了", delay_minutes=1), call("reply", text="好"))
+    config = make_config(openai_server)
+    clock = FakeClock()
+    async with running(config, data_dir, clock=clock) as h:
+        await h.say("灰风 一分钟后提醒我出门", chat="private:42")
+        await h.settle()
+    clock.advance(120)
+    bot = FakeBot(connected=False)
+    async with running(config, data_dir, clock=clock, bot=bot) as h:
+        await h.advance(20)
+        assert bot.calls == []
+        bot.connected = True
+        await h.advance(10)
+        assert bot.texts("private:42") == ["提醒：该出门了"]
