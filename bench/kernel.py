@@ -1,6 +1,7 @@
 """Kernel benchmark: ingest throughput at scale, memory, lexicon matching, the scheduler at 100,000.
 
-Printed (medians over ``--runs`` runs):
+Printed (medians over ``--runs`` runs; times are this process's CPU time, ``time.process_time``,
+which other processes' load distorts less than wall time), ending with a summary block:
 
 - **ingest**: ``Kernel.ingest`` over realistic Chinese chat (``bench/lexicon.py``'s generator: words by
   frequency, punctuation, emoji, some ASCII; @s of the bot, replies, mentions) in ``--groups`` groups,
@@ -14,8 +15,9 @@ Printed (medians over ``--runs`` runs):
   EventStore state moves included;
 - **bad input**: one 200,000-character message against a 60-character one.
 
-Targets (issue 2): ingest >= 50,000 msg/s (never below 20,000), scheduler >= 200,000 ops/s,
-memory <= 300 MB.
+Targets (issue 2, for an unloaded 2-core machine): ingest >= 50,000 msg/s (never below 20,000),
+i.e. within about 4x of the bare loop; scheduler >= 200,000 ops/s; memory <= 300 MB. On a loaded
+machine every figure runs slow, the bare loop's too: read the ratio first.
 
     .venv/bin/python bench/kernel.py [--groups 1000] [--messages 20000] [--runs 5] [--seed 7]
 """
@@ -26,6 +28,7 @@ import argparse
 import gc
 import heapq
 import importlib.util
+import os
 import random
 import resource
 import statistics
@@ -243,9 +246,9 @@ def bench_ingest(
         batch = shifted(messages, span * (run + 1), f"r{run}-")
         for name, part in parts.items():
             gc.collect()
-            start_ns = time.perf_counter_ns()
+            start_ns = time.process_time_ns()
             part(batch)
-            samples[name].append((time.perf_counter_ns() - start_ns) / len(batch) / 1_000)
+            samples[name].append((time.process_time_ns() - start_ns) / len(batch) / 1_000)
         kernel.prune(batch[-1].time)
     us = {name: statistics.median(values) for name, values in samples.items()}
 
@@ -257,6 +260,12 @@ def bench_ingest(
     )
     decisions = ", ".join(f"{name} {count / stats.ingested:.1%}" for name, count in stats.by_decision)
     print(f"   decisions: {decisions}")
+    hit_counts = [len(lexicon.match(m.text, keys[m.chat_id])) for m in messages[:2_000]]
+    print(
+        f"   keyword hits per message (global + group + persona): mean {statistics.mean(hit_counts):.1f},"
+        f" median {statistics.median(hit_counts):.0f};"
+        f" mean length {statistics.mean(len(m.text) for m in messages):.0f} characters"
+    )
     for name, value in us.items():
         print(f"   {name:50s} {value:8.2f} µs/msg   {1e6 / value:10,.0f} msg/s")
     kernel_us = us["Kernel.ingest"]
@@ -304,11 +313,11 @@ def bench_heap_reference(pending: int, ops: int, runs: int) -> float:
         items = [
             (rng.uniform(0.0, 10_000.0), -rng.random(), pending + i, f"ev-{pending + i}") for i in range(ops)
         ]
-        start = time.perf_counter_ns()
+        start = time.process_time_ns()
         for item in items:
             heapq.heappush(heap, item)
             heapq.heappop(heap)
-        samples.append((time.perf_counter_ns() - start) / ops)
+        samples.append((time.process_time_ns() - start) / ops)
     return statistics.median(samples)
 
 
@@ -323,28 +332,28 @@ def bench_scheduler(pending: int, ops: int, runs: int) -> float:
             scheduler.schedule(event_id, 0.0)
         extra = _fresh_events(store, rng, ops)
         gc.collect()
-        start = time.perf_counter_ns()
+        start = time.process_time_ns()
         for event_id in extra:
             scheduler.schedule(event_id, 1.0)
-        samples["schedule"].append((time.perf_counter_ns() - start) / ops)
+        samples["schedule"].append((time.process_time_ns() - start) / ops)
         victims = rng.sample(list(scheduler.pending_ids()), 2 * ops)
-        start = time.perf_counter_ns()
+        start = time.process_time_ns()
         for event_id in victims[:ops]:
             scheduler.cancel(event_id, 2.0)
-        samples["cancel"].append((time.perf_counter_ns() - start) / ops)
-        start = time.perf_counter_ns()
+        samples["cancel"].append((time.process_time_ns() - start) / ops)
+        start = time.process_time_ns()
         for event_id in victims[ops:]:
             scheduler.snooze(event_id, 1_000.0 + rng.uniform(0.0, 10_000.0), 3.0)
-        samples["snooze"].append((time.perf_counter_ns() - start) / ops)
+        samples["snooze"].append((time.process_time_ns() - start) / ops)
         # Advance time until about `ops` events came due (some expire on the way: also counted).
         now = 1_000.0
         returned = 0
         elapsed = 0
         while returned < ops:
             now += 5.0
-            start = time.perf_counter_ns()
+            start = time.process_time_ns()
             returned += len(scheduler.due(now)) + len(scheduler.expire(now))
-            elapsed += time.perf_counter_ns() - start
+            elapsed += time.process_time_ns() - start
         samples["due"].append(elapsed / returned)
     medians = {name: statistics.median(values) for name, values in samples.items()}
     mixed_ns = statistics.mean(medians.values())
@@ -358,10 +367,10 @@ def bench_scheduler(pending: int, ops: int, runs: int) -> float:
         event = store.create(kind="bench", chat_id="group:1", now=0.0)
         store.transition(event.id, EventState.CLASSIFIED, 0.0)
         moves.append(event.id)
-    start = time.perf_counter_ns()
+    start = time.process_time_ns()
     for event_id in moves:
         store.transition(event_id, EventState.SCHEDULED, 1.0)
-    move_ns = (time.perf_counter_ns() - start) / ops
+    move_ns = (time.process_time_ns() - start) / ops
     print(f"   one EventStore state move alone  {move_ns / 1000:6.2f} µs (each operation makes one or two)")
     heap_ns = bench_heap_reference(pending, ops, runs)
     print(
@@ -462,6 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip-matching", action="store_true", help="leave out the lexicon vs naive section")
     args = parser.parse_args(argv)
 
+    load_start = os.getloadavg()[0]
     start = time.perf_counter()
     corpus = lexbench.build_corpus(
         args.seed, global_terms=args.global_terms, groups=args.groups, group_terms=args.group_terms
@@ -479,19 +489,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.skip_matching:
         lexbench.bench_matching(corpus, texts[:2_000], args.runs)
     rss = lexbench.peak_rss_mb()
-    print(f"process peak RSS: {rss:.0f} MB")
-    print("## against the targets (issue 2; figures from this run, on a machine shared with others)")
+    load_end = os.getloadavg()[0]
     ingest_rate = 1e6 / ingest_us
+    ratio = ingest_us / bare_us
     verdict = "met" if ingest_rate >= 50_000 else ("above the floor" if ingest_rate >= 20_000 else "NOT met")
-    print(
-        f"   ingest {ingest_rate:,.0f} msg/s vs >= 50,000 (floor 20,000): {verdict};"
-        f" bare loop {1e6 / bare_us:,.0f} msg/s in the same rounds"
-    )
     scheduler_verdict = "met" if scheduler_ops >= 200_000 else "NOT met"
-    print(f"   scheduler {scheduler_ops:,.0f} ops/s vs >= 200,000: {scheduler_verdict}")
+    print(f"## summary (medians of {args.runs} runs, CPU time of this process)")
     print(
-        f"   memory: kernel + lexicon {kernel_mb:.0f} MB (process peak {rss:.0f} MB) vs <= 300 MB:"
-        f" {'met' if kernel_mb <= 300 else 'NOT met'}"
+        f"   Kernel.ingest        {ingest_us:8.1f} µs/msg {ingest_rate:10,.0f} msg/s"
+        f"   target >= 50,000 (floor 20,000): {verdict}"
+    )
+    print(
+        f"   bare reference loop  {bare_us:8.1f} µs/msg {1e6 / bare_us:10,.0f} msg/s"
+        "   (AC scan + heap push/pop, same rounds)"
+    )
+    print(
+        f"   ratio kernel / bare  {ratio:8.1f}x   target within ~4x: {'met' if ratio <= 4.0 else 'NOT met'}"
+    )
+    print(
+        f"   scheduler            {scheduler_ops:10,.0f} mixed ops/s with {args.pending:,} pending"
+        f"   target >= 200,000: {scheduler_verdict}"
+    )
+    print(
+        f"   memory               kernel + lexicon {kernel_mb:.0f} MB, process peak RSS {rss:.0f} MB"
+        f"   target <= 300 MB: {'met' if kernel_mb <= 300 else 'NOT met'}"
+    )
+    print(
+        f"   load average (1 min) {load_start:.2f} at start, {load_end:.2f} at end on {os.cpu_count()} CPUs:"
+        " the targets are for an unloaded machine; under load every figure, the bare loop's too, runs slow"
     )
     return 0
 
