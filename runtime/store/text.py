@@ -5,7 +5,8 @@ whole run of Chinese as one token. So the store indexes two columns it prepares 
 
 - ``words``: jieba's ``cut_for_search`` tokens (lower-cased), space-separated. Ranking leans on it.
   jieba's HMM guesser for unknown words is off (a third faster); ``chars`` covers what it would find.
-- ``chars``: every CJK (non-ASCII) character as its own token, ASCII letters and digits as words, in
+- ``chars``: every CJK (non-ASCII) character as its own token, runs of ASCII letters and runs of digits
+  as words (``iphone15`` is ``iphone 15``), in
   order. A query phrase over it is an exact substring match, so a word jieba cut differently in the
   document than in the query ("研究生命" vs "生命") is still found.
 
@@ -31,7 +32,8 @@ jieba.setLogLevel(logging.WARNING)
 # QQ caps a message near 4,500 characters; a pasted novel is stored whole but indexed only this far.
 INDEX_MAX_CHARS = 10_000
 
-_ASCII_WORD = re.compile(r"[0-9a-z]+")
+# Letters and digits apart, so "iphone" finds "iphone15" and "15" finds it too.
+_ASCII_WORD = re.compile(r"[a-z]+|[0-9]+")
 
 # Dropped from queries (not from documents) so "灰风的设计" can find "灰风架构设计".
 _STOPWORDS = frozenset(

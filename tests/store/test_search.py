@@ -20,13 +20,16 @@ CORPUS = {
     "game": "今晚开黑打原神吗",
     "ver": "升级到python3.11以后快多了",
     "en": "Deploy the NoneBot adapter tonight",
+    "phone": "老张刚换了iPhone15",
 }
 
 CASES = [
     # query, the messages it must find (and no others)
-    ("python", {"py"}),
-    ("Python", {"py"}),
-    ("PYTHON", {"py"}),
+    ("python", {"py", "ver"}),  # letters glued to digits: "python3.11" holds the word "python"
+    ("Python", {"py", "ver"}),
+    ("PYTHON", {"py", "ver"}),
+    ("iphone", {"phone"}),
+    ("15", {"phone"}),
     ("爬虫", {"py"}),
     ("写", {"py"}),
     ("爬", {"py"}),  # one character of a longer word
