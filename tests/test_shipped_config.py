@@ -161,3 +161,16 @@ def test_the_walk_sees_nested_tables() -> None:
     assert "memory_injection.injection_strategy.priority" in keys
     assert "models.providers[].api_key_env" in keys
     assert "runtime.temperature" in keys
+
+
+def test_docs_config_has_a_row_for_every_key() -> None:
+    doc = (SHIPPED.parent.parent / "docs" / "CONFIG.md").read_text(encoding="utf-8")
+    missing = []
+    for key, in_array in schema_keys(GreyWindConfig):
+        table, leaf = key.rsplit(".", 1)
+        heading = "[[models.providers]]" if in_array else f"[{table}]"
+        match = re.search(rf"^## `{re.escape(heading)}`$(.*?)(?=^## |\Z)", doc, re.MULTILINE | re.DOTALL)
+        if key == "models.providers" or (match and f"| `{leaf}` |" in match.group(1)):
+            continue
+        missing.append(key)
+    assert not missing, f"keys docs/CONFIG.md does not explain: {missing}"
