@@ -24,6 +24,8 @@ from runtime.kernel.lexicon.normalize import encode_units, unit_length
 from runtime.kernel.lexicon.terms import KeywordTerm, LexiconKey, TermStatus
 
 Payload = str | tuple[str, int]
+# Up to this many surfaces, a key is matched with str.find rather than a pass of its automaton.
+FEW_SURFACES = 4
 
 
 class Entry:
@@ -92,7 +94,7 @@ class Entry:
 class KeyTerms:
     """The terms of one key, their alias index and their (lazily rebuilt) automaton."""
 
-    __slots__ = ("aliases", "built", "entries", "key", "stale")
+    __slots__ = ("aliases", "built", "entries", "few", "key", "stale")
 
     def __init__(self, key: LexiconKey) -> None:
         self.key = key
@@ -100,6 +102,9 @@ class KeyTerms:
         self.aliases: dict[str, str] = {}  # alias -> the text of the term that owns it
         # Plain attributes, not properties: the per-message path reads them for every key.
         self.built: ahocorasick.Automaton | None = None  # as last built, possibly stale
+        # With at most FEW_SURFACES surfaces, built with the automaton: (surface, term) pairs that
+        # matching finds with str.find instead.
+        self.few: tuple[tuple[str, Entry], ...] | None = None
         self.stale = False
 
     def __len__(self) -> int:
@@ -160,6 +165,7 @@ class KeyTerms:
         """The automaton over every non-suppressed surface, rebuilt first if stale."""
         if self.stale:
             self.built = _build(self.entries.values())
+            self.few = _few(self.entries.values())
             self.stale = False
         return self.built
 
@@ -168,6 +174,19 @@ class KeyTerms:
         if self.built is None and self.stale:
             return self.automaton()
         return self.built
+
+
+def _few(entries: Iterable[Entry]) -> tuple[tuple[str, Entry], ...] | None:
+    """The (surface, term) pairs of the non-suppressed terms, if there are at most FEW_SURFACES."""
+    pairs: list[tuple[str, Entry]] = []
+    for entry in entries:
+        if entry.status is TermStatus.SUPPRESSED:
+            continue
+        for surface in entry.surfaces():
+            pairs.append((surface, entry))
+            if len(pairs) > FEW_SURFACES:
+                return None
+    return tuple(pairs)
 
 
 def _build(entries: Iterable[Entry]) -> ahocorasick.Automaton | None:

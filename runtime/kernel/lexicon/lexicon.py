@@ -69,6 +69,33 @@ _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
 _new_hit: Callable[[type[KeywordHit], tuple[LexiconKey, str, str, int, int, float, float]], KeywordHit]
 _new_hit = tuple.__new__
 LEARNED = "learned"
+_MAX_PLANS = 65_536
+
+
+class _KeyTable(dict[LexiconKey, KeyTerms]):
+    """The lexicon's key -> store table; ``version`` changes whenever a key comes or goes."""
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0
+
+    def __setitem__(self, key: LexiconKey, value: KeyTerms) -> None:
+        self.version += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: LexiconKey) -> None:
+        self.version += 1
+        super().__delitem__(key)
+
+    def pop(self, key: LexiconKey, default: KeyTerms | None = None) -> KeyTerms | None:  # type: ignore[override]
+        self.version += 1
+        return super().pop(key, default)
+
+    def clear(self) -> None:
+        self.version += 1
+        super().clear()
 
 
 class DynamicLexicon:
@@ -79,7 +106,11 @@ class DynamicLexicon:
     ) -> None:
         self._settings = settings or LexiconSettings()
         self._segmenter: Segmenter = segmenter if segmenter is not None else JiebaSegmenter()
-        self._keys: dict[LexiconKey, KeyTerms] = {}
+        self._keys: _KeyTable = _KeyTable()
+        # keys tuple -> (that tuple, the table's version, its (key, store) pairs): see _plan().
+        self._plans: dict[
+            int, tuple[tuple[LexiconKey, ...], int, tuple[tuple[LexiconKey, KeyTerms], ...]]
+        ] = {}
         self._rebuilds = 0
         self._matches = 0
         self._learned = 0
@@ -255,13 +286,50 @@ class DynamicLexicon:
 
         Sorted by start, then end, then the order of ``keys``; offsets index ``normalize_text(text)``.
         """
+        plan = self._plan(keys)
+        if not plan:
+            return []
         normalized = self._folder.fold(text)
-        encoded = encode_units(normalized)
-        one_unit_per_char = len(encoded) == 2 * len(normalized)  # no astral character
+        encoded = ""
+        one_unit_per_char = True
         hits: list[KeywordHit] = []
         units: UnitMap | None = None
-        for key in dict.fromkeys(keys):
-            found = self._scan(key, encoded)
+        for key, store in plan:
+            self._matches += 1
+            if store.stale:
+                self._rebuilds += 1
+                automaton = store.automaton()
+            else:
+                automaton = store.built
+            few = store.few
+            if few is not None:
+                # A key of a few surfaces (the persona's names): str.find beats a pass of the
+                # automaton, and its offsets are already characters.
+                for surface, entry in few:
+                    start = normalized.find(surface)
+                    while start >= 0:
+                        hits.append(
+                            _new_hit(
+                                KeywordHit,
+                                (
+                                    key,
+                                    entry.text,
+                                    surface,
+                                    start,
+                                    start + len(surface),
+                                    entry.weight,
+                                    entry.confidence,
+                                ),
+                            )
+                        )
+                        start = normalized.find(surface, start + 1)
+                continue
+            if automaton is None:
+                continue
+            if not encoded:
+                encoded = encode_units(normalized)
+                one_unit_per_char = len(encoded) == 2 * len(normalized)  # no astral character
+            found = occurrences(store, automaton, encoded)
             if not found:
                 continue
             if one_unit_per_char:
@@ -280,8 +348,30 @@ class DynamicLexicon:
                 end = start + len(surface)
                 hits.append(_new_hit(KeywordHit, (key, e.text, surface, start, end, e.weight, e.confidence)))
         # Stable: at one (start, end) the hits stay in the order of the keys.
-        hits.sort(key=_SPAN)
+        if len(hits) > 1:
+            hits.sort(key=_SPAN)
         return hits
+
+    def _plan(self, keys: Iterable[LexiconKey]) -> tuple[tuple[LexiconKey, KeyTerms], ...]:
+        """The distinct keys that hold terms, with their stores, in the order given.
+
+        Cached for a tuple of keys the caller keeps (the kernel keeps one per thread): a LexiconKey
+        hashes in Python, and a message asks for four. The entry holds the tuple itself, so its id
+        cannot be reused while cached; any change to which keys exist invalidates every entry.
+        """
+        table = self._keys
+        cacheable = keys.__class__ is tuple
+        if cacheable:
+            cached = self._plans.get(id(keys))
+            if cached is not None and cached[0] is keys and cached[1] == table.version:
+                return cached[2]
+        plan = tuple((key, store) for key in dict.fromkeys(keys) if (store := table.get(key)) is not None)
+        if cacheable:
+            plans = self._plans
+            if len(plans) >= _MAX_PLANS:
+                plans.clear()
+            plans[id(keys)] = (keys, table.version, plan)  # type: ignore[assignment]
+        return plan
 
     def score(self, text: str, keys: Iterable[LexiconKey]) -> float:
         """The keyword score of ``text`` in [0, 1] (rules in :mod:`.scoring`)."""
