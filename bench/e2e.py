@@ -416,6 +416,13 @@ async def memory_phase(
     print(describe("probe receipt -> model request", to_model, len(probes)))
     print(describe("probe model answer -> send call", to_send, len(probes)))
     print(f"  probes lost: {len(probes) - fate['answered']} of {len(probes)}")
+    records = model.records()
+    unprompted = sum(1 for line in records if line["tools"] and line["tag"] is None)
+    compression = sum(1 for line in records if not line["tools"])
+    print(
+        f"  model requests over the whole run: {len(records)} ({unprompted} unprompted episodes the kernel "
+        f"chose to join, {compression} compression calls)"
+    )
     edge_expected = posted + asks
     print(
         f"  messages lost: {max(0, posted - counts.kernel)} of {posted:,} "
@@ -429,7 +436,12 @@ async def memory_phase(
 
 
 async def run(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="greywind-e2e-bench-") as tmp, ModelProcess(Path(tmp)) as model:
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        where: contextlib.AbstractContextManager[str] = contextlib.nullcontext(str(args.workdir))
+    else:
+        where = tempfile.TemporaryDirectory(prefix="greywind-e2e-bench-")
+    with where as tmp, ModelProcess(Path(tmp)) as model:
         bot = BotProcess(
             Path(tmp) / "bot",
             config=CONFIG,
@@ -479,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-every", type=int, default=1_000)
     parser.add_argument("--log-level", default="WARNING", help="the bot's LOG_LEVEL (INFO logs every event)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workdir", type=Path, help="keep the bot's data, log and the model's record here")
     parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--record", type=Path, help=argparse.SUPPRESS)
