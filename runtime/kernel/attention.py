@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from runtime.kernel._build import builder
 from runtime.kernel.errors import InvalidSetting
 
 __all__ = ["Attention", "AttentionInput", "AttentionWeights", "Decision", "score_attention"]
@@ -97,6 +98,7 @@ def _clamp01(value: float) -> float:
     return 0.0
 
 
+_attention = builder(Attention)  # positional, through the slots: made for every message
 # Members bound once: an Enum class attribute lookup costs ~10x a global, and this runs per message.
 _FORCED, _HIGH, _MEDIUM, _LOW = Decision.FORCED, Decision.HIGH, Decision.MEDIUM, Decision.LOW
 
@@ -144,4 +146,4 @@ def score_attention(inp: AttentionInput, weights: AttentionWeights) -> Attention
     else:
         decision = _LOW
         reasons.append(f"score {score:.2f} < medium {weights.medium:.2f}")
-    return Attention(score, decision, tuple(reasons))
+    return _attention(score, decision, tuple(reasons))

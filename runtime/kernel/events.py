@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from runtime.kernel._build import builder
 from runtime.kernel.errors import IllegalTransition, InvalidSetting, UnknownEvent
 from runtime.kernel.ids import IdFactory, counter_ids
 
@@ -114,6 +115,9 @@ class BotEvent:
     def terminal(self) -> bool:
         return self.state in TERMINAL_STATES
 
+
+# Every field, positionally, set through the slots: this runs several times per message.
+_event = builder(BotEvent)
 
 _FIXED = frozenset({"id", "state", "created_at", "updated_at"})
 _PATCHABLE = frozenset(f.name for f in dataclasses.fields(BotEvent)) - _FIXED
@@ -219,8 +223,7 @@ class EventStore:
         events = self._events
         while event_id in events:  # a restored event may already hold a counter id
             event_id = self._ids("ev")
-        # Positional: this runs for every message, and keywords cost more.
-        event = BotEvent(
+        event = _event(
             event_id,
             kind,
             chat_id,
@@ -289,27 +292,40 @@ class EventStore:
         if "chat_id" in patch and patch["chat_id"] != event.chat_id:
             self._unindex_chat(event)
         get = patch.get
-        updated = BotEvent(
+        updated = _event(
             event.id,
-            get("kind", event.kind),  # type: ignore[arg-type]
-            get("chat_id", event.chat_id),  # type: ignore[arg-type]
-            get("thread_id", event.thread_id),  # type: ignore[arg-type]
-            get("actor_ids", event.actor_ids),  # type: ignore[arg-type]
-            get("evidence_message_ids", event.evidence_message_ids),  # type: ignore[arg-type]
+            get("kind", event.kind),
+            get("chat_id", event.chat_id),
+            get("thread_id", event.thread_id),
+            get("actor_ids", event.actor_ids),
+            get("evidence_message_ids", event.evidence_message_ids),
             event.created_at,
             now,
-            get("not_before", event.not_before),  # type: ignore[arg-type]
-            get("deadline", event.deadline),  # type: ignore[arg-type]
-            get("priority", event.priority),  # type: ignore[arg-type]
+            get("not_before", event.not_before),
+            get("deadline", event.deadline),
+            get("priority", event.priority),
             event.state,
-            get("payload", event.payload),  # type: ignore[arg-type]
+            get("payload", event.payload),
         )
         self._events[event_id] = updated
         self._by_chat.setdefault(updated.chat_id, {})[event_id] = None
         return updated
 
-    def transition(self, event_id: str, state: EventState, now: float) -> BotEvent:
-        """Move the event to ``state``; :class:`IllegalTransition` if the ADR forbids the move."""
+    def transition(
+        self,
+        event_id: str,
+        state: EventState,
+        now: float,
+        *,
+        not_before: float | None = None,
+        payload: Mapping[str, object] | None = None,
+    ) -> BotEvent:
+        """Move the event to ``state``; :class:`IllegalTransition` if the ADR forbids the move.
+
+        ``not_before`` and ``payload``, when given, replace the event's in the same step (a snooze,
+        a skip with its reason): one new value instead of an :meth:`update` and a move, and
+        nothing changes when the move is refused.
+        """
         event = self._events.get(event_id)
         if event is None:
             raise UnknownEvent(event_id)
@@ -317,8 +333,8 @@ class EventStore:
         current = event.state
         if target not in TRANSITIONS[current]:
             raise IllegalTransition(f"event {event_id}", current.value, target.value)
-        # Built directly: dataclasses.replace() costs twice as much, and this runs per message.
-        updated = BotEvent(
+        # Built directly: dataclasses.replace() costs several times as much.
+        updated = _event(
             event.id,
             event.kind,
             event.chat_id,
@@ -327,11 +343,11 @@ class EventStore:
             event.evidence_message_ids,
             event.created_at,
             now,
-            event.not_before,
+            event.not_before if not_before is None else not_before,
             event.deadline,
             event.priority,
             target,
-            event.payload,
+            event.payload if payload is None else _frozen_payload(payload),
         )
         self._events[event_id] = updated
         counts = self._counts

@@ -59,6 +59,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 
+from runtime.kernel._build import builder
 from runtime.kernel._signals import looks_like_question
 from runtime.kernel._supersede import MESSAGE_KIND, Supersession
 from runtime.kernel.attention import Attention, AttentionInput, Decision, score_attention
@@ -109,6 +110,9 @@ _LOW, _FORCED, _HIGH = Decision.LOW, Decision.FORCED, Decision.HIGH
 _SKIPPED, _CLASSIFIED = EventState.SKIPPED, EventState.CLASSIFIED
 _RECORDED, _SCHEDULED = IngestAction.RECORDED, IngestAction.SCHEDULED
 _PRIVATE = ChatKind.PRIVATE
+# Positional builders (every field, set through the slots): made for every message.
+_attention_input = builder(AttentionInput)
+_ingest_result = builder(IngestResult)
 
 
 class Kernel:
@@ -194,7 +198,7 @@ class Kernel:
         last_speech = actor.last_speech_at if actor is not None else None
         previous = self._last_message_at.get(chat_id)
         self._last_message_at[chat_id] = now if previous is None else max(previous, now)
-        inp = AttentionInput(  # positional: this runs for every message
+        inp = _attention_input(
             message.addressed or message.chat_kind is _PRIVATE,  # forced
             persona_named or (assignment.reason == "reply" and bot_last is not None),  # direct
             score_hits(topical) if topical else 0.0,  # keyword_score
@@ -265,7 +269,7 @@ class Kernel:
         # StrEnum members hash and compare as their values: statistics() reads them by value.
         counts[action] = counts.get(action, 0) + 1
         counts[decision] = counts.get(decision, 0) + 1
-        return IngestResult(
+        return _ingest_result(
             message, event, assignment, attention, action, activate_at, superseded, tuple(hits), reason
         )
 
@@ -337,8 +341,8 @@ class Kernel:
 
     def _skip(self, event_id: str, now: float, reason: str) -> BotEvent:
         event = self.events.require(event_id)
-        self.events.update(event_id, now, payload={**event.payload, "skip_reason": reason})
-        return self.events.transition(event_id, EventState.SKIPPED, now)
+        payload = {**event.payload, "skip_reason": reason}
+        return self.events.transition(event_id, EventState.SKIPPED, now, payload=payload)
 
     # -- activations -----------------------------------------------------------------------------
 

@@ -97,9 +97,12 @@ class ActivationScheduler:
 
     def snooze(self, event_id: str, until: float, now: float) -> BotEvent:
         """Put the event off until ``until`` (its new ``not_before``); it comes back as ``eligible``."""
-        event = self.store.update(event_id, now, not_before=until)  # UnknownEvent if it is not there
-        if event.state is not _SNOOZED:
-            event = self.store.transition(event_id, _SNOOZED, now)
+        store = self.store
+        event = store.require(event_id)
+        if event.state is _SNOOZED:
+            event = store.update(event_id, now, not_before=until)
+        else:  # the move and the new time in one step
+            event = store.transition(event_id, _SNOOZED, now, not_before=until)
         self._push(event)
         self._counts[4] += 1
         return event
@@ -114,9 +117,8 @@ class ActivationScheduler:
         self._counts[3] += 1
         event = self.store.get(event_id)
         if event is not None and event.state in _WAITING:
-            if reason is not None:
-                self.store.update(event_id, now, payload=_with(event.payload, skip_reason=reason))
-            self.store.transition(event_id, _SKIPPED, now)
+            payload = None if reason is None else _with(event.payload, skip_reason=reason)
+            self.store.transition(event_id, _SKIPPED, now, payload=payload)
         self._maybe_compact()
         return True
 

@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from runtime.kernel._build import builder
 from runtime.kernel._chatstate import MAX_PARTICIPANTS, MAX_PEOPLE, ChatState, ThreadState, choose, remember
 from runtime.kernel._features import extract_terms
 from runtime.kernel.errors import InvalidSetting
@@ -201,15 +202,20 @@ class ThreadTrackerStatistics:
     restored: int = 0  # messages taken back in by restore()
 
 
+# Positional builders (every field, set through the slots): assign() makes one of each.
+_thread_value = builder(ConversationThread)
+_assignment = builder(ThreadAssignment)
+
+
 def _snapshot(thread: ThreadState) -> ConversationThread:
-    return ConversationThread(
-        id=thread.id,
-        chat_id=thread.chat_id,
-        started_at=thread.started_at,
-        last_at=thread.last_at,
-        message_count=thread.count,
-        message_ids=tuple(thread.message_ids),
-        participants=tuple(thread.participants),
+    return _thread_value(
+        thread.id,
+        thread.chat_id,
+        thread.started_at,
+        thread.last_at,
+        thread.count,
+        tuple(thread.message_ids),
+        tuple(thread.participants),
     )
 
 
@@ -260,7 +266,7 @@ class ThreadTracker:
         self._assigned += 1
         self._reasons[reason] = self._reasons.get(reason, 0) + 1
         _note_people(chat, message, replied, target.id, now)
-        return ThreadAssignment(_snapshot(target), created, reason, score)
+        return _assignment(_snapshot(target), created, reason, score)
 
     def restore(self, messages: Iterable[RestoredMessage], now: float) -> int:
         """Rebuild threads from messages stored before a restart; returns how many were taken in.
