@@ -2,7 +2,7 @@
 
 Kernel code never reads the wall clock: every component takes ``now`` (seconds since the epoch, a
 float) from its caller, and the caller gets it from a :class:`Clock`. Tests and the replay tool drive a
-:class:`ManualClock`; the bot injects the system clock from ``runtime.clock``.
+:class:`ManualClock`; the bot passes the wall clock in from the edge (``EdgeContext.clock``).
 """
 
 from __future__ import annotations

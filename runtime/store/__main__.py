@@ -1,9 +1,9 @@
 """``python -m runtime.store [PATH]``: what the database holds, and whether it is healthy.
 
 Opens the database (``$GREYWIND_DATA_DIR/greywind.sqlite3`` unless a path is given) exactly as the
-bot does — migrations included — and prints its schema version, rows per table and the result of
-``PRAGMA quick_check``. ``--backup FILE`` also writes a consistent copy. Exit status 1 on a store
-error (a corrupt, locked or newer-schema file), with the error's message.
+bot does — migrations included, and ``PRAGMA quick_check`` on opening — and prints its schema version
+and rows per table. ``--backup FILE`` also writes a consistent copy. Exit status 1 on a store error (a
+corrupt file that fails the check, a locked or a newer-schema file), with the error's message.
 """
 
 from __future__ import annotations
