@@ -26,6 +26,9 @@ __all__ = ["open_store_parts"]
 
 log = structlog.get_logger("greywind.runtime")
 
+# Instructions and the schemas of the control, built-in, task and game tools, estimated high.
+TOOLS_RESERVE_TOKENS = 3_000
+
 
 async def open_store_parts(rt: Runtime) -> None:
     """Set ``rt.store``, ``rt.writer``, ``rt.memory`` and ``rt.context``."""
@@ -40,6 +43,11 @@ async def open_store_parts(rt: Runtime) -> None:
             log.warning("topic_link_dropped", chat_id=item.chat_id, error=repr(exc))
 
     window = rt.router.context_window() or None
+    if window is not None:
+        # The packet is not all the model is sent: the instructions, every tool's schema and the
+        # episode's own steps (tool results) ride along; the assembler must leave them room.
+        overhead = TOOLS_RESERVE_TOKENS + config.episodes.tool_result_max_chars // 2
+        window = max(window // 2, window - overhead)
     counter = rt.router.estimator
     summarizer = RouterSummarizer(rt.router) if rt.model_ready else None
     if rt.model_ready and config.memory_injection.enabled:

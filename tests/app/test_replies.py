@@ -109,3 +109,24 @@ async def test_without_a_model_the_runtime_decides_and_sends_nothing(data_dir: P
         assert h.bot.calls == []
         assert h.runtime.driver.statistics().no_model == 2
         assert "未配置模型" in await h.runtime.control.status(None)
+
+
+async def test_a_long_conversation_still_fits_a_small_model_window(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("看完了")})
+    config = make_config(openai_server)
+    small = config.models.providers[0].model_copy(update={"context_window": 8_000})
+    config = config.model_copy(update={"models": config.models.model_copy(update={"providers": (small,)})})
+    async with running(config, data_dir) as h:
+        previous = None
+        for index in range(30):
+            said = await h.say(
+                f"第{index}段：" + "这段话很长，讲了很多细节和来龙去脉。" * 15,
+                sender=str(index % 2 + 1),
+                reply_to=previous,
+            )
+            previous = said.message_id
+        await h.say("灰风 帮我总结一下上面说的", addressed=True, reply_to=previous)
+        await h.settle()
+        assert h.bot.texts() == ["看完了"]  # not the graceful message: the request fit the window
