@@ -97,13 +97,15 @@ class ActivationLoop:
 
     async def run(self) -> None:
         while not self._closed:
-            await self.wait_next_due()
-            if self._closed:
-                break
             try:
+                await self.wait_next_due()
+                if self._closed:
+                    break
                 self.run_due()
             except Exception:
+                # A bug in one batch must not stop every later activation; pause so it cannot spin.
                 log.exception("due_failed")
+                await anyio.sleep(1.0)
 
     def run_due(self) -> int:
         """Hand out every activation due now; how many were ready."""

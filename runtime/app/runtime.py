@@ -67,6 +67,7 @@ __all__ = ["Runtime", "RuntimeStatistics", "build_runtime"]
 log = structlog.get_logger("greywind.runtime")
 
 SELF_SENDER = "self"
+SERVICE_RESTART_DELAY = 5.0
 
 
 class _FunctionClock:
@@ -191,7 +192,7 @@ class Runtime:
         self.loop.start(task_group)
         self.maintenance.start(task_group)
         if self.memory is not None:
-            task_group.start_soon(self.memory.injector.serve)
+            task_group.start_soon(self._keep_serving, "memory_injector", self.memory.injector.serve)
         self._started = True
         self.loop.wake()
         log.info(
@@ -202,6 +203,16 @@ class Runtime:
             restored_events=report.events,
             waiting=report.waiting_episodes,
         )
+
+    async def _keep_serving(self, name: str, serve: Callable[[], Awaitable[object]]) -> None:
+        """Run a background service; one that fails is logged and restarted, never the whole bot."""
+        while True:
+            try:
+                await serve()
+                return
+            except Exception:
+                log.exception("service_failed", service=name)
+                await anyio.sleep(SERVICE_RESTART_DELAY)
 
     async def stop(self) -> None:
         if not self._started:
