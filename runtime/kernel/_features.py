@@ -93,12 +93,15 @@ def extract_terms(text: str, max_chars: int = 1_000, max_terms: int = 48) -> tup
         seen[word[:_MAX_WORD] if len(word) > _MAX_WORD else word] = None
         if len(seen) >= max_terms:
             return tuple(seen)
-    # Function characters are breaks, so the runs hold content characters only. A run's bigrams
-    # go in at once: the first ``max_terms`` distinct ones in order are the same as one by one.
+    # Function characters are breaks, so the runs hold content characters only; bigrams are cut
+    # one at a time because most messages reach ``max_terms`` long before their end.
     stop = _CJK_STOP_BIGRAMS
     for run in _CJK_CONTENT_RUN.findall(head):
-        bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
-        seen.update(dict.fromkeys([bigram for bigram in bigrams if bigram not in stop]))
-        if len(seen) >= max_terms:
-            return tuple(seen)[:max_terms]
+        for i in range(len(run) - 1):
+            bigram = run[i : i + 2]
+            if bigram in stop:
+                continue
+            seen[bigram] = None
+            if len(seen) >= max_terms:
+                return tuple(seen)
     return tuple(seen)
