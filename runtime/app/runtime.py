@@ -37,13 +37,13 @@ import structlog
 from anyio.abc import TaskGroup
 
 from runtime.app.control import Control
-from runtime.app.episodes import EpisodeDriver
+from runtime.app.episodes import DriverStatistics, EpisodeDriver
 from runtime.app.ids import RestoringIds
-from runtime.app.loop import ActivationLoop
-from runtime.app.maintenance import Maintenance
-from runtime.app.persistence import StatePersistence
+from runtime.app.loop import ActivationLoop, LoopStatistics
+from runtime.app.maintenance import Maintenance, MaintenanceStatistics
+from runtime.app.persistence import PersistenceStatistics, StatePersistence
 from runtime.context.builder import RecentBuffer
-from runtime.episodes import EpisodeSettings, WaitingRoom, tool_registry_from_config
+from runtime.episodes import EpisodeSettings, WaitingRoom, WaitingStatistics, tool_registry_from_config
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
 from runtime.kernel.kernel import Kernel, KernelStatistics
 from runtime.kernel.message import ChatMessage
@@ -86,8 +86,12 @@ class _FunctionClock:
 class RuntimeStatistics:
     started: bool
     messages: int
-    episodes_running: int
     learn_queue: int
+    loop: LoopStatistics
+    episodes: DriverStatistics
+    waiting: WaitingStatistics
+    maintenance: MaintenanceStatistics
+    persistence: PersistenceStatistics
     kernel: KernelStatistics
 
 
@@ -185,8 +189,13 @@ class Runtime:
             log.warning("no_model", problem=self.router.problem or "the edge found no chat model")
         await open_store_parts(self)
         self._disposers.append(self.outbound.on_sent(self._on_sent))
-        register_builtin_tools(self)
-        report = await self.persistence.restore(self.clock())
+        try:
+            register_builtin_tools(self)
+            report = await self.persistence.restore(self.clock())
+        except BaseException:
+            # A start that fails must not leave the store's thread keeping the process alive.
+            await self.store.close()
+            raise
         self._task_group = task_group
         task_group.start_soon(self.writer.run)
         self.loop.start(task_group)
@@ -343,8 +352,12 @@ class Runtime:
         return RuntimeStatistics(
             started=self._started,
             messages=self._messages,
-            episodes_running=self.loop.statistics().running,
             learn_queue=len(self.learn_queue),
+            loop=self.loop.statistics(),
+            episodes=self.driver.statistics(),
+            waiting=self.room.statistics(),
+            maintenance=self.maintenance.statistics(),
+            persistence=self.persistence.statistics(),
             kernel=self.kernel.statistics(),
         )
 

@@ -29,6 +29,9 @@ async def test_wait_brings_the_bot_back_later_without_new_input(
         assert len(openai_server.chat_requests) == 1
         await h.advance(30)
         assert len(openai_server.chat_requests) == 1  # nothing runs while it waits
+        stats = h.runtime.statistics()
+        assert stats.waiting.waiting == 1
+        assert stats.loop.running == 0  # parked in the scheduler, not in a sleeping task
         await h.advance(31)
         assert h.bot.texts() == ["说完了吗？我在听"]
     resumed = openai_server.chat_requests[1].messages
