@@ -379,8 +379,9 @@ class Kernel:
                 continue
             retry = verdict.retry_at
             if retry is not None and (event.deadline is None or retry <= event.deadline):
-                self.events.update(event.id, now, not_before=retry)
-                self._supersession.hold(self.scheduler.schedule(event.id, now))
+                # Back to scheduled with the new time in one move (eligible -> scheduled is legal).
+                waiting = self.events.transition(event.id, EventState.SCHEDULED, now, not_before=retry)
+                self._supersession.hold(self.scheduler.schedule_event(waiting, now))
                 self._rescheduled += 1
                 continue
             dropped = self._skip(event.id, now, verdict.reason)

@@ -67,7 +67,10 @@ class MatchFolder:
             self._pattern = _fold_pattern(self._ascii)
 
     def fold(self, text: str) -> str:
-        return self._pattern.sub(_fold_run, text).lower()
+        pattern = self._pattern
+        if pattern.search(text) is None:  # most messages: a search costs half a substitution
+            return text.lower()
+        return pattern.sub(_fold_run, text).lower()
 
 
 def _fold_pattern(ascii_chars: frozenset[str]) -> re.Pattern[str]:
