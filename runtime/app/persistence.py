@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
 import structlog
 
 from runtime.episodes import RESUME_KIND, episode_id_of
@@ -107,6 +108,7 @@ class StatePersistence:
         self._ledger_saved: dict[tuple[str, str], LedgerEntry] = {}
         self._saves = 0
         self._events_written = 0
+        self._lock = anyio.Lock()
 
     # -- start ------------------------------------------------------------------------------------
 
@@ -185,6 +187,11 @@ class StatePersistence:
 
     async def save(self) -> SaveReport:
         """Write what changed since the last call (events, lexicon, token counts)."""
+        # The periodic save and the last one at stop may overlap; one at a time keeps the books right.
+        async with self._lock:
+            return await self._save()
+
+    async def _save(self) -> SaveReport:
         rt = self._rt
         events = 0
         saved = self._saved

@@ -93,3 +93,18 @@ async def test_a_reminder_due_before_the_account_reconnects_waits_for_the_connec
         bot.connected = True
         await h.advance(10)
         assert bot.texts("private:42") == ["提醒：该出门了"]
+
+
+async def test_a_reminder_is_on_disk_after_the_periodic_save_before_any_stop(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(call("schedule_message", text="交周报", delay_minutes=30), call("reply", text="好"))
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 半小时后提醒我交周报", chat="private:42")
+        await h.settle()
+        await h.runtime.maintenance.save()
+        await h.runtime.writer.flush()
+        stored = [e for e in await h.runtime.store.load_events() if e.kind == "reminder"]
+        assert [(e.chat_id, e.state, e.payload["text"]) for e in stored] == [
+            ("private:42", "scheduled", "交周报")
+        ]
