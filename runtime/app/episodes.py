@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import structlog
 from structlog.contextvars import bound_contextvars
 
+from runtime.app.persistence import chat_message_of
 from runtime.app.reasoner import ModelReasoner
 from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
 from runtime.episodes import RESUME_KIND, Episode, OutcomeKind, episode_id_of, run_episode
@@ -305,8 +306,6 @@ class EpisodeDriver:
         known = self._rt.why.get(event.chat_id, message_id)
         if known is not None:
             return known.message
-        from runtime.app.persistence import chat_message_of
-
         stored = await self._rt.store.get_message(event.chat_id, message_id)
         if stored is None:
             stored = next(
