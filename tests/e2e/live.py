@@ -37,6 +37,7 @@ __all__ = [
     "Handler",
     "TaggedModel",
     "connected_peer",
+    "own_errors",
     "reply_call",
     "reply_text",
     "steps",
@@ -152,6 +153,15 @@ async def connected_peer(bot: BotProcess, *, self_id: int, within: float = 10.0)
         yield peer
     if bot.alive:
         await bot.await_log("bot_disconnected", within=within, count=disconnects + 1)
+
+
+def own_errors(bot: BotProcess) -> list[dict[str, Any]]:
+    """Error records the bot's own code logged (NoneBot's, for events a test sent malformed, excluded)."""
+    return [
+        record
+        for record in bot.records()
+        if record.get("level") in ("error", "critical") and record.get("source") != "nonebot"
+    ]
 
 
 def _count(bot: BotProcess, event: str) -> int:

@@ -21,6 +21,7 @@ from tests.e2e.conftest import TEST_API_KEY
 from tests.e2e.live import (
     TaggedModel,
     connected_peer,
+    own_errors,
     quiet_for,
     reply_call,
     reply_text,
@@ -94,6 +95,7 @@ def bot(tmp_path_factory: pytest.TempPathFactory, model: TaggedModel) -> Iterato
         yield process
     assert process.returncode == 0, process.output()[-4000:]
     assert TEST_API_KEY not in process.output()
+    assert own_errors(process) == []
 
 
 def group_at(group: int, user: int, text: str) -> dict[str, object]:

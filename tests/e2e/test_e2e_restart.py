@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tests.e2e.conftest import StartBot
-from tests.e2e.live import TaggedModel, connected_peer, reply_text, steps, tag, tool_call
+from tests.e2e.live import TaggedModel, connected_peer, own_errors, reply_text, steps, tag, tool_call
 from tests.support import onebot_events as ob
 from tests.support.openai_server import RecordedRequest, ScriptedOpenAIServer
 
@@ -96,6 +96,7 @@ async def test_a_restart_keeps_the_conversation_and_sends_the_reminder_it_promis
     (request,) = model.requests_for("r2")
     assert "青色" in request.all_text, "the second run's packet carries the first run's dialogue or handoff"
     assert second.stop() == 0
+    assert own_errors(first) == own_errors(second) == []
 
 
 @pytest.mark.xfail(
