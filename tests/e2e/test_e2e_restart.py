@@ -99,11 +99,6 @@ async def test_a_restart_keeps_the_conversation_and_sends_the_reminder_it_promis
     assert own_errors(first) == own_errors(second) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runtime/app/episodes.py _remind: a reminder falling due before OneBot reconnects is sent to "
-    "no connection and finished SKIPPED ('send no_connection'), so it is lost instead of waiting",
-)
 async def test_a_reminder_due_while_the_bot_was_down_is_sent_once_the_account_reconnects(
     start_bot: StartBot, openai_server: ScriptedOpenAIServer
 ) -> None:
