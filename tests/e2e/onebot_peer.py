@@ -98,7 +98,12 @@ class OneBotPeer:
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         self._ws = await connect(
-            self.url, additional_headers=headers, max_size=self._max_size, open_timeout=10
+            self.url,
+            additional_headers=headers,
+            max_size=self._max_size,
+            open_timeout=10,
+            # A bot that stopped answering must not hold the test for websockets' default 10 s.
+            close_timeout=2,
         )
         self._reader = asyncio.create_task(self._read(), name="onebot-peer-reader")
         await self.post(ob.lifecycle_connect(self_id=self.self_id))

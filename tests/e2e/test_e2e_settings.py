@@ -1,0 +1,66 @@
+"""Edge values of settings a user may well choose, with the real process: the bot stays responsive."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.bot_process import BotProcess
+from tests.e2e.conftest import TEST_API_KEY
+from tests.e2e.live import connected_peer, own_errors
+from tests.support import onebot_events as ob
+from tests.support.openai_server import ScriptedOpenAIServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+
+SELF_ID = 10_000
+ADMIN = 4_242
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="runtime/app/loop.py ActivationLoop.run: when the kernel reschedules 'another activation of this "
+    "chat goes first' at now + budget.min_interval (0 here), wait_next_due returns without awaiting, so the "
+    "loop spins without yielding: no episode runs, /status is not answered and SIGTERM is ignored",
+)
+async def test_no_minimum_interval_between_unprompted_replies_keeps_the_bot_responsive(
+    tmp_path: Path,
+) -> None:
+    config = """
+[budget]
+min_interval_ms = 0
+
+[scheduling]
+high_delay_ms = 100
+medium_delay_ms = 100
+supersede = "none"
+"""
+    with ScriptedOpenAIServer({"default": {"text": "嗯，我觉得可以"}}) as model:
+        bot = BotProcess(
+            tmp_path,
+            config=config,
+            env={
+                "GREYWIND_LLM_BASE_URL": model.base_url,
+                "GREYWIND_LLM_MODEL": "scripted",
+                "GREYWIND_LLM_API_KEY": TEST_API_KEY,
+                "SUPERUSERS": f'["{ADMIN}"]',
+            },
+        ).start()
+        try:
+            async with connected_peer(bot, self_id=SELF_ID) as peer:
+                # Questions about the bot from several people: each worth joining, none addressed.
+                for n in range(5):
+                    await peer.say_in_group(800_301, 700 + n, f"这事灰风怎么看？我是第{n}个问的")
+                await peer.post(
+                    ob.private_message(self_id=SELF_ID, user_id=ADMIN, message=[ob.text("/status")])
+                )
+                await peer.wait_for_call("send_private_msg", within=5)
+                await peer.wait_for_call("send_group_msg", within=5)
+            assert bot.stop(timeout=5) == 0
+            assert own_errors(bot) == []
+        finally:
+            with contextlib.suppress(Exception):
+                bot.stop(timeout=3)
+            bot.kill()
