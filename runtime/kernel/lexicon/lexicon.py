@@ -69,7 +69,7 @@ _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
 _new_hit: Callable[[type[KeywordHit], tuple[LexiconKey, str, str, int, int, float, float]], KeywordHit]
 _new_hit = tuple.__new__
 LEARNED = "learned"
-_MAX_PLANS = 65_536
+_MAX_PLANS = 16_384  # keys tuples remembered; past it the cache starts over
 
 
 class _KeyTable(dict[LexiconKey, KeyTerms]):
