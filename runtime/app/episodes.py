@@ -303,6 +303,8 @@ class EpisodeDriver:
         if not event.evidence_message_ids:
             return None
         message_id = event.evidence_message_ids[0]
+        if (event.chat_id, message_id) in self._rt.recalled:
+            return None
         known = self._rt.why.get(event.chat_id, message_id)
         if known is not None:
             return known.message

@@ -68,6 +68,7 @@ log = structlog.get_logger("greywind.runtime")
 
 SELF_SENDER = "self"
 SERVICE_RESTART_DELAY = 5.0
+RECALLED_KEPT = 4_096
 
 
 class _FunctionClock:
@@ -156,6 +157,8 @@ class Runtime:
         self.recent = RecentBuffer()
         self.why = WhyLog(self.app.why_per_chat)
         self.quiet: dict[str, float | None] = {}
+        # Recently recalled messages: an episode already on its way must not answer one.
+        self.recalled: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.names = (self.config.persona.name, *self.config.persona.aliases)
         self.control_impl = Control(self)
         self.persistence = StatePersistence(self)
@@ -284,6 +287,9 @@ class Runtime:
         from plugins.greywind.notices import Recalled
 
         if isinstance(notice, Recalled):
+            self.recalled[(notice.chat_id, notice.message_id)] = None
+            while len(self.recalled) > RECALLED_KEPT:
+                self.recalled.popitem(last=False)
             await self.writer.put(MessageRecalled(notice.chat_id, notice.message_id))
             self._withdraw(notice.chat_id, notice.message_id, notice.time)
 

@@ -54,6 +54,20 @@ async def test_a_recalled_message_is_not_answered(
     assert openai_server.chat_requests == []
 
 
+async def test_a_mention_recalled_while_its_chat_is_busy_is_not_answered(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": {"delay": 0.3, **reply("在")}})
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 第一个问题", addressed=True)
+        recalled = await h.say("灰风 第二个问题", sender="43", addressed=True)
+        await h.runtime.on_notice(Recalled("group:500", recalled.message_id, "43", h.clock()))
+        await h.settle()
+        await h.advance(30)
+        assert h.bot.texts() == ["在"]
+    assert len(openai_server.chat_requests) == 1
+
+
 async def test_shadow_mode_asks_the_model_and_sends_nothing(
     openai_server: ScriptedOpenAIServer, data_dir: Path
 ) -> None:
