@@ -225,9 +225,11 @@ def describe(name: str, values: list[float], wanted: int) -> str:
 
 @dataclass
 class Addressed:
-    """Every @ posted, by tag: when it was posted."""
+    """Every @ posted, by tag: when it was posted, and which were a group's first."""
 
     posted: dict[str, float] = field(default_factory=dict)
+    first_in_group: set[str] = field(default_factory=set)
+    groups: set[int] = field(default_factory=set)
     count: int = 0
 
     def new(self) -> str:
@@ -242,6 +244,9 @@ def group_frame(group: int, user: int, message: list[dict[str, Any]]) -> str:
 
 async def post_addressed(peer: OneBotPeer, tags: Addressed, group: int, user: int) -> None:
     tag = tags.new()
+    if group not in tags.groups:
+        tags.groups.add(group)
+        tags.first_in_group.add(tag)
     frame = group_frame(group, user, [ob.at(SELF_ID), ob.text(f" 〈{tag}〉帮我看看这个")])
     tags.posted[tag] = time.monotonic()
     await peer.post_raw(frame)
@@ -342,6 +347,15 @@ async def latency_phase(args: argparse.Namespace, peer: OneBotPeer, model: Model
     )
     print(describe("receipt -> model request", to_model, tags.count))
     print(describe("model answer -> send call", to_send, tags.count))
+    # A group's first @ opens its first session (and a memory compression); the rest reuse it.
+    firsts = tags.first_in_group
+    later = set(tags.posted) - firsts
+    print(
+        describe(
+            "receipt -> model request, a group's first @", spans(tags, peer, model, firsts)[0], len(firsts)
+        )
+    )
+    print(describe("receipt -> model request, later @s", spans(tags, peer, model, later)[0], len(later)))
     print(
         f"  bot CPU: {cpu:.1f} s, {cpu / elapsed:.0%} of one core, {cpu / posted * 1000:.2f} ms per message"
     )
