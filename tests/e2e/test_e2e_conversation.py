@@ -353,3 +353,26 @@ async def test_unprompted_budget_holds_under_a_flood_of_questions_about_the_bot(
         await quiet_for(model.server, 2.0)
         sent = [call for call in peer.sends() if said_in(group)(call)]
     assert 1 <= len(sent) <= NORMAL_LIMIT, [call.text for call in sent]
+
+
+async def test_told_to_be_quiet_the_bot_stays_quiet_until_the_phrase_lifts_it(
+    bot: BotProcess, model: TaggedModel
+) -> None:
+    group = 800_009
+    async with connected_peer(bot, self_id=SELF_ID) as peer:
+        await peer.post(group_at(group, 381, f"{tag('shh')}闭嘴"))
+        await peer.post(group_at(group, 382, f"{tag('mq1')}在吗，问你个事"))
+        # An /status from the operator in the same chat marks both messages as handled.
+        await peer.post(
+            ob.group_message(self_id=SELF_ID, group_id=group, user_id=ADMIN, message=[ob.text("/status")])
+        )
+        await peer.wait_for_call("send_group_msg", lambda c: said_in(group)(c) and "灰风" in c.text)
+        await asyncio.sleep(1.0)
+        assert [c.text for c in peer.sends() if said_in(group)(c) and "灰风" not in c.text] == []
+        assert model.requests_for("shh") == model.requests_for("mq1") == []
+
+        await peer.post(
+            ob.group_message(self_id=SELF_ID, group_id=group, user_id=381, message=[ob.text("灰风说话")])
+        )
+        await peer.post(group_at(group, 382, f"{tag('mq2')}现在可以说了吗"))
+        await peer.wait_for_call("send_group_msg", lambda c: tag("mq2") in c.text, within=15)

@@ -1,4 +1,4 @@
-"""Edge values of settings a user may well choose, with the real process: the bot stays responsive."""
+"""Settings a user may well choose, with the real process: the bot stays responsive and keeps to them."""
 
 from __future__ import annotations
 
@@ -59,6 +59,48 @@ supersede = "none"
                 await peer.wait_for_call("send_private_msg", within=5)
                 await peer.wait_for_call("send_group_msg", within=5)
             assert bot.stop(timeout=5) == 0
+            assert own_errors(bot) == []
+        finally:
+            with contextlib.suppress(Exception):
+                bot.stop(timeout=3)
+            bot.kill()
+
+
+async def test_the_account_wide_send_rate_holds_across_groups_and_every_answer_still_goes_out(
+    tmp_path: Path,
+) -> None:
+    # One send a second after a burst of two, for the whole account (QQ restricts accounts that
+    # send too fast); budgets per group would allow all of them at once.
+    config = """
+[outbound]
+max_per_minute = 60
+burst = 2
+"""
+    groups = [800_401 + n for n in range(5)]
+    with ScriptedOpenAIServer({"default": {"text": "收到"}}) as model:
+        bot = BotProcess(
+            tmp_path,
+            config=config,
+            env={
+                "GREYWIND_LLM_BASE_URL": model.base_url,
+                "GREYWIND_LLM_MODEL": "scripted",
+                "GREYWIND_LLM_API_KEY": TEST_API_KEY,
+            },
+        ).start()
+        try:
+            async with connected_peer(bot, self_id=SELF_ID) as peer:
+                for n, group in enumerate(groups):
+                    await peer.say_in_group(group, 900 + n, ob.at(SELF_ID), " 在吗")
+                for group in groups:
+                    await peer.wait_for_call(
+                        "send_group_msg", lambda c, g=group: c.params["group_id"] == g, within=15
+                    )
+                times = sorted(call.at for call in peer.sends())
+            assert len(times) == len(groups)
+            # Two at once, then one per second: the fifth no sooner than three seconds after the first.
+            assert times[2] - times[0] >= 0.9
+            assert times[4] - times[0] >= 2.8
+            assert bot.stop() == 0
             assert own_errors(bot) == []
         finally:
             with contextlib.suppress(Exception):
