@@ -14,7 +14,12 @@ loopback) answers at once, and a fake bot stands in for the connection. Printed,
 
 Budgets and the send rate are opened up so they do not queue answers: the spans measure the pipeline.
 
+``--soak N`` instead feeds N chatter messages (no model, as fast as the runtime takes them: the store
+writer's back-pressure sets the pace) on a simulated clock advancing 50 ms a message, with the
+periodic jobs run every tenth, and prints the process's RSS and the rate: the memory bound.
+
     .venv/bin/python bench/runtime.py [--groups 200] [--addressed 300] [--chatter-per-at 9] [--rate 300]
+    .venv/bin/python bench/runtime.py --soak 400000
 """
 
 from __future__ import annotations
@@ -56,6 +61,57 @@ CHATTER = [
     "这个好看",
     "晚上吃什么",
 ]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def soak(args: argparse.Namespace) -> None:
+    config = parse_config({"life": {"enabled": False}})
+    data_dir = Path(tempfile.mkdtemp(prefix="greywind-soak-"))
+    now = [time.time()]
+    outbound = Outbound(bot=lambda: None, bucket=TokenBucket(600, 10), gates=ChatGates())
+    edge = EdgeContext(
+        config=config,
+        config_path=data_dir / "x.toml",
+        data_dir=data_dir,
+        outbound=outbound,
+        shadow_mode=True,
+        model_configured=False,
+        superusers=frozenset(),
+        clock=lambda: now[0],
+    )
+    runtime = Runtime(edge)
+    rng = random.Random(args.seed)
+    words = [*CHATTER, "火锅", "周末", "上班", "电影", "代码", "地铁"]
+    async with anyio.create_task_group() as tg:
+        await runtime.start(tg)
+        print(f"soak: {args.soak:,} chatter messages in {args.groups} groups; RSS at start {rss_mb():.0f} MB")
+        print(f"{'messages':>10} {'RSS MB':>8} {'msg/s':>8}")
+        started = last = time.perf_counter()
+        step = max(1, args.soak // 10)
+        for index in range(1, args.soak + 1):
+            now[0] += 0.05
+            text = "".join(rng.choice(words) for _ in range(rng.randint(2, 8)))
+            group = str(800_000 + rng.randrange(args.groups))
+            await runtime.on_message(
+                ChatMessage(str(index), ChatKind.GROUP, group, str(rng.randrange(3000)), "u", now[0], text)
+            )
+            if index % step == 0:
+                await runtime.maintenance.learn()
+                await runtime.maintenance.housekeeping()
+                at = time.perf_counter()
+                print(f"{index:>10,} {rss_mb():>8.0f} {step / (at - last):>8.0f}", flush=True)
+                last = at
+        rate = args.soak / (time.perf_counter() - started)
+        print(f"overall {rate:.0f} msg/s; RSS at the end {rss_mb():.0f} MB")
+        await runtime.stop()
+        tg.cancel_scope.cancel()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -208,4 +264,8 @@ if __name__ == "__main__":
     parser.add_argument("--chatter-per-at", type=float, default=9.0)
     parser.add_argument("--rate", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=7)
-    anyio.run(main, parser.parse_args())
+    parser.add_argument(
+        "--soak", type=int, default=0, help="chatter messages for the memory run (0: latency)"
+    )
+    arguments = parser.parse_args()
+    anyio.run(soak if arguments.soak else main, arguments)
