@@ -69,6 +69,10 @@ log = structlog.get_logger("greywind.runtime")
 SELF_SENDER = "self"
 SERVICE_RESTART_DELAY = 5.0
 RECALLED_KEPT = 4_096
+# Shares of the edge's 10 s shutdown grace (seconds).
+STOP_EPISODES_WAIT = 3.0
+STOP_BACKGROUND_WAIT = 2.0
+STOP_SESSIONS_WAIT = 3.0
 
 
 class _FunctionClock:
@@ -227,22 +231,28 @@ class Runtime:
                 await anyio.sleep(SERVICE_RESTART_DELAY)
 
     async def stop(self) -> None:
+        """Save and close within the edge's shutdown grace (10 s): each step has its own share, so the
+        store is always closed and the process can exit."""
         if not self._started:
             return
         self._started = False
-        now = self.clock()
         self.loop.close()
-        with anyio.move_on_after(5.0):
+        with anyio.move_on_after(STOP_EPISODES_WAIT):
             await self.loop.wait_idle()
-        with anyio.move_on_after(5.0):
+        with anyio.move_on_after(STOP_BACKGROUND_WAIT):
             await self._background_done.wait()
         try:
             await self.persistence.save()
         except Exception:
             log.exception("final_save_failed")
         try:
-            closed = await self.context.sessions.close_all(now)
-            log.info("sessions_closed", count=len(closed))
+            with anyio.move_on_after(STOP_SESSIONS_WAIT) as scope:
+                closed = await self.context.sessions.close_all(self.clock())
+            if scope.cancelled_caught:
+                # Those left open are marked interrupted at the next start and resumed from there.
+                log.warning("sessions_close_cut_short", seconds=STOP_SESSIONS_WAIT)
+            else:
+                log.info("sessions_closed", count=len(closed))
         except Exception:
             log.exception("session_close_failed")
         for dispose in reversed(self._disposers):
