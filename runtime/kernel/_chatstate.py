@@ -202,7 +202,10 @@ def choose(
     # only the ``max_candidates`` most recent (within the horizon) are scored on terms.
     recent = s.weight_recent / gap
     recency = True
+    # Most recent first; the set is for intersecting in C, the list fixes the order of the term
+    # signal below (a set of strings iterates in an order that changes with the hash seed).
     candidates: set[str] = set()
+    ranked: list[str] = []
     for rank, thread in enumerate(reversed(threads.values()), 1):
         if rank > max_candidates:
             break
@@ -210,6 +213,7 @@ def choose(
         tid = thread.id
         if last_at >= horizon:
             candidates.add(tid)
+            ranked.append(tid)
         if recency:
             idle = now - last_at
             if idle < gap:
@@ -224,7 +228,12 @@ def choose(
         hits, total = chat.term_hits(terms, candidates)
         if hits:
             per_hit = s.weight_terms / total
-            for tid, hit in hits.items():
+            # In candidate order, so that a tie between threads goes to the most recent one
+            # whatever the hash seed (max() keeps the first of equal scores).
+            for tid in ranked:
+                hit = hits.get(tid)
+                if hit is None:
+                    continue
                 value = per_hit * hit
                 scores[tid] = scores.get(tid, 0.0) + value
                 best_part = top.get(tid)

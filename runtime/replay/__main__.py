@@ -3,11 +3,8 @@
 stdout (or ``--out``): one JSON line per message and per activation (see ``runtime.replay.engine``).
 stderr: skipped input lines with their line numbers, then the per-chat table. Exit status: 0 when the
 replay ran (malformed lines do not fail it), 2 when it could not start (bad arguments, config, input).
-
-Run as a program, the replay re-executes itself with ``PYTHONHASHSEED=0`` unless that is already set:
-Python salts string hashes per process, and the conversation-thread tracker breaks ties between threads
-in the iteration order of sets of thread ids, so without a fixed seed a busy log can be threaded (and so
-decided) differently from one run to the next.
+The same log gives the same output in every run, whatever ``PYTHONHASHSEED``: the kernel never lets
+the iteration order of a set of strings decide anything.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
-import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -187,15 +183,7 @@ def main(
             handle.close()
 
 
-def _pin_hash_seed() -> None:
-    """Re-execute this very command line with ``PYTHONHASHSEED=0`` (see the module docstring)."""
-    if os.environ.get("PYTHONHASHSEED") == "0" or not sys.orig_argv:
-        return
-    os.execve(sys.executable, sys.orig_argv, {**os.environ, "PYTHONHASHSEED": "0"})
-
-
 if __name__ == "__main__":
-    _pin_hash_seed()
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(encoding="utf-8")
     sys.exit(main())

@@ -242,8 +242,8 @@ def test_two_runs_give_identical_output_and_packets(replay: tuple[Run, Path], tm
 
 
 def test_a_busy_log_replays_the_same_whatever_the_callers_hash_seed(tmp_path: Path) -> None:
-    # Python salts string hashes per process; the replay pins the seed so that ties between threads
-    # of a busy log are broken the same way in every run.
+    # Python salts string hashes per process; ties between threads of a busy log must still be
+    # broken the same way in every run (the replay does not pin the seed).
     log = busy_log(tmp_path / "busy.jsonl")
     first = run_cli(log, "--config", CONFIG, hash_seed="1")
     second = run_cli(log, "--config", CONFIG, hash_seed="2")

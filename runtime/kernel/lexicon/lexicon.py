@@ -117,7 +117,8 @@ class DynamicLexicon:
         self._evicted = 0
         self._decayed_away = 0
         self._expired = 0
-        self._dirty: dict[LexiconKey, set[str]] = {}  # key -> texts changed since take_changes()
+        # key -> texts changed since take_changes(), in order of change (an ordered set)
+        self._dirty: dict[LexiconKey, dict[str, None]] = {}
         self._folder = MatchFolder()
 
     @property
@@ -638,8 +639,8 @@ class DynamicLexicon:
         if texts:
             dirty = self._dirty.get(key)
             if dirty is None:
-                dirty = self._dirty[key] = set()
-            dirty.update(texts)
+                dirty = self._dirty[key] = {}
+            dirty.update(dict.fromkeys(texts))
 
     def statistics(self) -> LexiconStatistics:
         """Counts over every key (a walk over all terms: for status pages, not per message)."""
