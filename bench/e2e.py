@@ -138,9 +138,6 @@ def serve_model(port_file: Path, record: Path) -> int:
 
     server = ScriptedOpenAIServer()
     server.respond_with(respond)
-    # http.server writes the headers and the body in two sends; with Nagle on, the body waits for
-    # the client's delayed ACK (~40 ms on Linux), which would be charged to "answer -> send".
-    server._httpd.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
