@@ -20,18 +20,22 @@ from typing import TYPE_CHECKING
 import anyio
 import structlog
 from anyio.abc import TaskGroup
+from anyio.lowlevel import checkpoint
 
 from runtime.kernel.outcomes import Activation
 
 if TYPE_CHECKING:
     from runtime.app.runtime import Runtime
 
-__all__ = ["MAX_SLEEP", "ActivationLoop", "LoopStatistics"]
+__all__ = ["MAX_SLEEP", "STALL_RETRY", "ActivationLoop", "LoopStatistics"]
 
 log = structlog.get_logger("greywind.loop")
 
 # The alarm is re-checked at least this often, so a wall clock set forward is noticed.
 MAX_SLEEP = 30.0
+# Activations due but held back by their chat's running episode are looked at again this often (the
+# episode's end wakes the loop sooner).
+STALL_RETRY = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,7 @@ class ActivationLoop:
         self._idle = anyio.Event()
         self._idle.set()
         self._closed = False
+        self._stalled = False
         self._running = self._queued = 0
         self._wakeups = self._activations = self._started = 0
 
@@ -82,15 +87,28 @@ class ActivationLoop:
             self._wakeup.set()
 
     async def wait_next_due(self) -> None:
-        """Return when the kernel's next activation is due, or when woken."""
+        """Return when the kernel's next activation is due, or when woken.
+
+        Always yields to the event loop. When the last batch was *stalled* — activations due but
+        none ready, each held back until the chat's running episode ends (the kernel reschedules
+        them at ``now + min_interval``, which may be ``now``) — it waits for that episode to end
+        (its end wakes the loop) or :data:`STALL_RETRY`, instead of spinning on them.
+        """
         next_at = self._rt.kernel.scheduler.next_at()
         now = self._rt.clock()
-        if next_at is None or next_at > now:
-            delay = MAX_SLEEP if next_at is None else min(MAX_SLEEP, next_at - now)
-            self._sleeping_until = next_at
+        if next_at is None:
+            delay = MAX_SLEEP
+        elif next_at > now:
+            delay = min(MAX_SLEEP, next_at - now)
+        else:
+            delay = STALL_RETRY if self._stalled else 0.0
+        if delay > 0:
+            self._sleeping_until = next_at if not self._stalled else now + delay
             with anyio.move_on_after(delay):
                 await self._wakeup.wait()
             self._sleeping_until = None
+        else:
+            await checkpoint()
         # A fresh event before handling what is due: a wake during the handling is not lost.
         self._wakeup = anyio.Event()
         self._wakeups += 1
@@ -101,7 +119,9 @@ class ActivationLoop:
                 await self.wait_next_due()
                 if self._closed:
                     break
-                self.run_due()
+                ready = self.run_due()
+                next_at = self._rt.kernel.scheduler.next_at()
+                self._stalled = not ready and next_at is not None and next_at <= self._rt.clock()
             except Exception:
                 # A bug in one batch must not stop every later activation; pause so it cannot spin.
                 log.exception("due_failed")
@@ -151,7 +171,7 @@ class ActivationLoop:
             self._running -= 1
             if self._running == 0:
                 self._idle.set()
-            self.poke()
+            self.poke(force=self._stalled)
 
     async def wait_idle(self) -> None:
         """Until no episode is running or queued."""
