@@ -64,3 +64,23 @@ async def test_the_forced_budget_holds_when_everyone_mentions_the_bot_at_once(
     assert max_in_window(times, forced.window_ms / 1000) <= forced.max_per_window
     # The mentions the budget could not take were dropped before the model, not after it.
     assert len(openai_server.chat_requests) == len(times) + 1
+
+
+async def test_past_the_daily_token_cap_only_mentions_reach_the_model(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("我也想吃")})
+    config = make_config(openai_server, lexicon={"terms": ["火锅"]}, models={"daily_token_cap_per_chat": 100})
+    async with running(config, data_dir) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        spent = len(openai_server.chat_requests)
+        assert spent == 1  # one answer is well over a 100-token cap
+        await h.advance(120)
+        await h.say("有人吃火锅吗？", sender="7")
+        await h.advance(200)
+        assert len(openai_server.chat_requests) == spent  # the interesting question is let go
+        await h.say("灰风 那你呢", addressed=True)
+        await h.settle()
+        assert len(openai_server.chat_requests) == spent + 1  # an @ is still answered
+        assert h.bot.texts()[-1] == "我也想吃"
