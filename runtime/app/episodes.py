@@ -54,6 +54,7 @@ PERMISSIONS = ("chat",)
 # A reminder that could not be sent (no connection yet, a failed send) is tried again this much later.
 REMINDER_RETRY = 5.0
 _RETRYABLE = frozenset({"no_connection", "failed"})
+GRACEFUL_CHATS_KEPT = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,6 +453,9 @@ class EpisodeDriver:
             self._finish(event, EventState.SKIPPED, "model unavailable")
             return
         self._graceful_at[chat_id] = now
+        if len(self._graceful_at) > GRACEFUL_CHATS_KEPT:
+            horizon = now - cooldown
+            self._graceful_at = {chat: at for chat, at in self._graceful_at.items() if at >= horizon}
         quote = trigger.message_id if trigger is not None and not trigger.is_private else None
         result = await rt.outbound.send(chat_id, rt.app.graceful_message, reply_to=quote)
         if self._spoke(chat_id, result.sent or result.reason == "shadow", forced=True):
