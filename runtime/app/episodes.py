@@ -137,8 +137,11 @@ class EpisodeDriver:
                 await self._remind(event)
             else:
                 await self._deliberate(event)
-        except Exception:
-            log.exception("episode_failed", kind=event.kind)
+        except Exception as exc:
+            if rt.running:
+                log.exception("episode_failed", kind=event.kind)
+            else:  # the store closed under it at shutdown; it is re-run after the restart
+                log.info("episode_cut_by_shutdown", kind=event.kind, error=repr(exc)[:200])
             self._finish(event, EventState.SKIPPED, "error")
         finally:
             current = rt.kernel.events.get(event.id)

@@ -194,6 +194,11 @@ class Runtime:
     # -- the gateway ------------------------------------------------------------------------------
 
     @property
+    def running(self) -> bool:
+        """Between a finished start and the beginning of stop."""
+        return self._started
+
+    @property
     def control(self) -> RuntimeControl:
         return self.control_impl
 
