@@ -19,12 +19,6 @@ SELF_ID = 10_000
 ADMIN = 4_242
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runtime/app/loop.py ActivationLoop.run: when the kernel reschedules 'another activation of this "
-    "chat goes first' at now + budget.min_interval (0 here), wait_next_due returns without awaiting, so the "
-    "loop spins without yielding: no episode runs, /status is not answered and SIGTERM is ignored",
-)
 async def test_no_minimum_interval_between_unprompted_replies_keeps_the_bot_responsive(
     tmp_path: Path,
 ) -> None:
