@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.app.conftest import FakeClock, make_config, running
@@ -90,5 +91,52 @@ async def test_an_idle_session_is_handed_over_by_the_model(
         await h.runtime.maintenance.housekeeping()
         await h.say("灰风 记忆层的压缩触发条件接着说", chat="private:42")
         await h.settle()
-    last = openai_server.chat_requests[-1].all_text
-    assert "token 阈值还没定" in last
+    from runtime.memory.prompt import COMPRESSION_MARKER
+
+    # The new session may also queue a memory compression; the reply's request is the last other one.
+    replies = [r for r in openai_server.chat_requests if COMPRESSION_MARKER not in r.all_text]
+    assert "token 阈值还没定" in replies[-1].all_text
+
+
+async def test_a_new_session_folds_the_last_ones_uncompressed_rounds_into_the_summary(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    import json
+
+    from runtime.memory.prompt import COMPRESSION_MARKER
+
+    summary = {"requirements": ["压缩触发条件每十轮一次"], "confirmed_decisions": [], "open_questions": []}
+    openai_server.load(
+        {
+            "rules": [
+                {
+                    "when": {"system_contains": COMPRESSION_MARKER},
+                    "reply": {"text": json.dumps(summary, ensure_ascii=False)},
+                }
+            ],
+            "default": reply("好"),
+        }
+    )
+    config = make_config(openai_server)
+    clock = FakeClock()
+
+    def compressions() -> int:
+        return sum(
+            1
+            for request in openai_server.chat_requests
+            if any(COMPRESSION_MARKER in str(m.get("content")) for m in request.messages)
+        )
+
+    async with running(config, data_dir, clock=clock) as h:
+        await h.say("灰风 压缩触发条件定成每十轮一次", addressed=True)
+        await h.settle()
+        # One round is far from every_n_rounds: nothing is compressed during the first session.
+        assert compressions() == 0
+    clock.advance(120)
+    async with running(config, data_dir, clock=clock) as h:
+        await h.say("灰风 我们继续", addressed=True)
+        await h.settle()
+        with anyio.fail_after(10):
+            while compressions() == 0:  # noqa: ASYNC110 - the server records on its own thread
+                await anyio.sleep(0.05)
+    assert compressions() == 1
