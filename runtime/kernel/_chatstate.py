@@ -5,13 +5,16 @@ live threads, ``max_messages_per_chat`` remembered message ids and ``MAX_PEOPLE`
 its last 32 message ids and participants and its last ``max_terms_per_thread`` to twice as many
 distinct terms. The chat
 keeps an inverted index (term -> threads that used it) so shared vocabulary costs one lookup per
-message term instead of one per term per thread.
+message term instead of one per term per thread. Each live thread of a chat owns one bit of a small
+int, and a posting is the union of its threads' bits: adding or dropping a thread's term allocates
+no set, and intersecting with the candidates is one ``&``.
 """
 
 from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, TypeVar
 
@@ -30,10 +33,21 @@ _ABSENT = object()
 
 
 class ThreadState:
-    __slots__ = ("chat_id", "count", "id", "last_at", "message_ids", "participants", "started_at", "terms")
+    __slots__ = (
+        "bit",
+        "chat_id",
+        "count",
+        "id",
+        "last_at",
+        "message_ids",
+        "participants",
+        "started_at",
+        "terms",
+    )
 
     def __init__(self, thread_id: str, chat_id: str, now: float) -> None:
         self.id = thread_id
+        self.bit = 0  # given by ChatState.attach
         self.chat_id = chat_id
         self.started_at = now
         self.last_at = now
@@ -47,6 +61,8 @@ class ThreadState:
 class ChatState:
     __slots__ = (
         "addressed",
+        "by_bit",
+        "free_bits",
         "last_at",
         "messages",
         "pairs",
@@ -66,20 +82,24 @@ class ChatState:
         # (user, user) sorted -> (thread id, when) of their last exchange by @. Oldest first.
         self.pairs: dict[tuple[str, str], tuple[str, float]] = {}
         self.last_at = float("-inf")
-        # term -> ids of the live threads whose recent vocabulary holds it.
-        self.postings: dict[str, set[str]] = {}
+        # term -> the bits of the live threads whose recent vocabulary holds it (never 0).
+        self.postings: dict[str, int] = {}
+        # A live thread's bit -> its id; bits of removed threads, to be given again.
+        self.by_bit: dict[int, str] = {}
+        self.free_bits: list[int] = []
 
     # -- vocabulary ------------------------------------------------------------------------------
 
-    def term_hits(self, terms: tuple[str, ...], candidates: set[str]) -> tuple[dict[str, float], float]:
-        """Per candidate thread, the summed rarity of the message terms it has used; and the terms'
-        total (over every live thread, candidate or not).
+    def term_hits(self, terms: tuple[str, ...], candidates: int) -> tuple[dict[str, float], float]:
+        """Per candidate thread (``candidates``: their bits), the summed rarity of the message terms
+        it has used; and the terms' total (over every live thread, candidate or not).
 
         A term's rarity is ``log(threads + 2) - log(users + 1)`` where ``users`` counts the live
         threads whose vocabulary holds it: a word every conversation uses weighs next to nothing,
         a word no conversation uses weighs most (and matches nothing).
         """
         postings = self.postings
+        by_bit = self.by_bit
         log = math.log
         base = log(len(self.threads) + 2.0)
         total = 0.0
@@ -87,12 +107,16 @@ class ChatState:
         for term in terms:
             posting = postings.get(term)
             if posting:
-                weight = base - log(len(posting) + 1.0)
+                weight = base - log(posting.bit_count() + 1.0)
                 total += weight
                 # Only the candidates are scored: a busy chat's common words are used by dozens of
-                # threads, and looking each one up costs more than intersecting in C.
-                for tid in candidates.intersection(posting):
+                # threads. The hits dict's order does not matter: choose() reads it by rank.
+                shared = posting & candidates
+                while shared:
+                    low = shared & -shared
+                    tid = by_bit[low]
                     hits[tid] = hits.get(tid, 0.0) + weight
+                    shared ^= low
             else:
                 total += base
         return hits, total
@@ -105,38 +129,43 @@ class ChatState:
         """
         vocabulary = thread.terms
         postings = self.postings
-        tid = thread.id
+        bit = thread.bit
         for term in terms:
             if vocabulary.pop(term, _ABSENT) is _ABSENT:  # else re-inserted below as the most recent
-                posting = postings.get(term)
-                if posting is None:
-                    postings[term] = {tid}
-                else:
-                    posting.add(tid)
+                postings[term] = postings.get(term, 0) | bit
             vocabulary[term] = None
         excess = len(vocabulary) - max_terms
         if excess > max_terms:
-            for term in list(islice(vocabulary, excess)):
+            dropped = list(islice(vocabulary, excess))
+            for term in dropped:
                 del vocabulary[term]
-                posting = postings.get(term)
-                if posting is not None:
-                    posting.discard(tid)
-                    if not posting:
-                        del postings[term]
+            self._unpost(dropped, bit)
 
-    def _unpost(self, term: str, tid: str) -> None:
-        posting = self.postings.get(term)
-        if posting is not None:
-            posting.discard(tid)
-            if not posting:
-                del self.postings[term]
+    def _unpost(self, terms: Iterable[str], bit: int) -> None:
+        postings = self.postings
+        keep = ~bit
+        for term in terms:
+            left = postings.get(term, 0) & keep
+            if left:
+                postings[term] = left
+            else:
+                postings.pop(term, None)
 
     # -- threads ---------------------------------------------------------------------------------
 
+    def attach(self, thread: ThreadState) -> None:
+        """Make ``thread`` a live thread of this chat, with a bit of its own."""
+        free = self.free_bits
+        bit = free.pop() if free else 1 << len(self.by_bit)
+        thread.bit = bit
+        self.by_bit[bit] = thread.id
+        self.threads[thread.id] = thread
+
     def remove(self, thread: ThreadState) -> None:
         del self.threads[thread.id]
-        for term in thread.terms:
-            self._unpost(term, thread.id)
+        self._unpost(thread.terms, thread.bit)
+        del self.by_bit[thread.bit]
+        self.free_bits.append(thread.bit)
 
 
 def remember(table: dict[K, tuple[str, float]], key: K, value: tuple[str, float], cap: int) -> None:
@@ -202,9 +231,9 @@ def choose(
     # only the ``max_candidates`` most recent (within the horizon) are scored on terms.
     recent = s.weight_recent / gap
     recency = True
-    # Most recent first; the set is for intersecting in C, the list fixes the order of the term
-    # signal below (a set of strings iterates in an order that changes with the hash seed).
-    candidates: set[str] = set()
+    # Most recent first: the bits of the candidates, and their ids in order (which fixes the order of
+    # the term signal below, whatever the order of the hits).
+    candidates = 0
     ranked: list[str] = []
     for rank, thread in enumerate(reversed(threads.values()), 1):
         if rank > max_candidates:
@@ -212,7 +241,7 @@ def choose(
         last_at = thread.last_at
         tid = thread.id
         if last_at >= horizon:
-            candidates.add(tid)
+            candidates |= thread.bit
             ranked.append(tid)
         if recency:
             idle = now - last_at

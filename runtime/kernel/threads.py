@@ -413,7 +413,7 @@ class ThreadTracker:
 
     def _revive(self, chat: ChatState, thread_id: str, chat_id: str, now: float) -> ThreadState:
         thread = ThreadState(thread_id, chat_id, now)
-        chat.threads[thread_id] = thread
+        chat.attach(thread)
         self._threads[thread_id] = thread
         if len(chat.threads) > self._settings.max_threads_per_chat:
             self._drop(chat, next(iter(chat.threads.values())))
