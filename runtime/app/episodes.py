@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 import structlog
 from structlog.contextvars import bound_contextvars
 
-from runtime.app.persistence import chat_message_of
 from runtime.app.reasoner import ModelReasoner
 from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
 from runtime.episodes import RESUME_KIND, Episode, OutcomeKind, episode_id_of, run_episode
@@ -39,6 +38,7 @@ from runtime.kernel.errors import KernelError
 from runtime.kernel.events import BotEvent, EventState
 from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
 from runtime.kernel.outcomes import Activation, ActivationOutcome
+from runtime.store.kernel_state import chat_message
 from runtime.store.records import SpeechRecord, StoredMessage
 
 if TYPE_CHECKING:
@@ -319,7 +319,7 @@ class EpisodeDriver:
             )
         if stored is None or stored.recalled:
             return None
-        return chat_message_of(stored)
+        return chat_message(stored)
 
     async def _run_model(
         self,

@@ -32,9 +32,8 @@ import structlog
 from runtime.episodes import RESUME_KIND, episode_id_of
 from runtime.episodes.persist import from_store_record
 from runtime.kernel.events import TERMINAL_STATES, BotEvent
-from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
 from runtime.llm.tokens import LedgerEntry
-from runtime.store.kernel_state import event_record, restore_kernel, save_lexicon_changes
+from runtime.store.kernel_state import chat_message, event_record, restore_kernel, save_lexicon_changes
 from runtime.store.protocol import RestorePolicy
 from runtime.store.records import StoredMessage
 
@@ -47,7 +46,6 @@ __all__ = [
     "RestoreReport",
     "SaveReport",
     "StatePersistence",
-    "chat_message_of",
 ]
 
 log = structlog.get_logger("greywind.persistence")
@@ -79,24 +77,6 @@ class SaveReport:
     events: int
     lexicon_rows: int
     ledger_rows: int
-
-
-def chat_message_of(stored: StoredMessage) -> ChatMessage:
-    """A stored message back as the kernel's value."""
-    kind, ident = parse_chat_id(stored.chat_id)
-    return ChatMessage(
-        message_id=stored.message_id,
-        chat_kind=kind,
-        chat_ident=ident,
-        sender_id=stored.sender_id,
-        sender_name=stored.sender_name,
-        time=stored.time,
-        text=stored.text,
-        mentions=stored.mentions,
-        reply_to=stored.reply_to,
-        addressed=stored.addressed or kind is ChatKind.PRIVATE,
-        from_self=stored.from_self,
-    )
 
 
 class StatePersistence:
@@ -149,7 +129,7 @@ class StatePersistence:
         rt = self._rt
         for item in sorted(stored, key=lambda m: (m.time, m.message_id)):
             if not item.from_self:
-                rt.activity.note(chat_message_of(item))
+                rt.activity.note(chat_message(item))
             rt.recent.add(item)
         return len(stored)
 
