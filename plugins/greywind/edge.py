@@ -130,6 +130,7 @@ class Edge:
             superusers=self.superusers,
             clock=clock,
             edge_status=self.status_text,
+            rename=self.rename,
         )
         self.gateway: RuntimeGateway = (factory or current_factory())(self.context)
         self._names = (config.persona.name, *config.persona.aliases)
@@ -185,6 +186,11 @@ class Edge:
 
     def _current_bot(self) -> BotApi | None:
         return next(iter(self._bots.values()), None)
+
+    def rename(self, names: tuple[str, ...]) -> None:
+        """Address by these names from the next message on (the persona was reloaded)."""
+        self._names = names
+        self._rules.clear()  # rebuilt per bot on the next message, with the new names
 
     def _rules_for(self, self_id: str) -> AddressingRules:
         rules = self._rules.get(self_id)

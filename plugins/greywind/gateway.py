@@ -66,6 +66,8 @@ class EdgeContext:
     clock: Callable[[], float] = time.time
     # The edge's own statistics (dispatcher, outbound, gates) for the admin ``status``.
     edge_status: Callable[[], str] = field(default=lambda: "")
+    # Tells the edge the persona's names changed (``persona reload``): name-addressing follows at once.
+    rename: Callable[[tuple[str, ...]], None] = field(default=lambda names: None)
 
 
 class RuntimeGateway(Protocol):

@@ -224,6 +224,7 @@ class Control:
             return "人格配置没有变化。"
         rt.config = rt.config.model_copy(update={"persona": persona})
         rt.names = (persona.name, *persona.aliases)
+        rt.edge.rename(rt.names)
         rt.context.builder._persona = PersonaSlot.from_config(persona)
         now = rt.clock()
         names = [n for n in rt.names if len(n.strip()) >= 2]
@@ -234,7 +235,7 @@ class Control:
                 PERSONA_KEY, names[0], now=now, aliases=names[1:], source="persona", status=TermStatus.PINNED
             )
         log.info("persona_reloaded", name=persona.name)
-        return f"人格已重载：{persona.name}（新对话起生效；@ 与称呼识别沿用启动时的名字）"
+        return f"人格已重载：{persona.name}（称呼识别即刻改用新名字；新对话起用新的人格设定）"
 
     async def bind(self, chat_id: str, thread: str, vision: str | None) -> str:
         rt = self._rt

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,10 @@ async def test_persona_reload_takes_the_new_name_and_refuses_bad_values(
         refused = await control.persona_reload()
         assert "persona.name" in refused
         config_file.write_text('[persona]\nname = "小灰"\nrole = "群里的老朋友"\n', encoding="utf-8")
+        renamed: list[tuple[str, ...]] = []
+        h.runtime.edge = replace(h.runtime.edge, rename=renamed.append)
         assert "小灰" in await control.persona_reload()
+        assert [names[0] for names in renamed] == ["小灰"]  # the edge addresses by the new name now
         await h.say("在吗", chat="private:9")
         await h.settle()
     system = openai_server.chat_requests[-1].messages[0]["content"]

@@ -316,3 +316,18 @@ async def test_stop_does_not_hang_on_a_stuck_runtime(tmp_path: Path) -> None:
     with anyio.fail_after(2):
         await edge.stop()
     assert edge.statistics().dispatcher.running == 0
+
+
+@pytest.mark.anyio
+async def test_a_renamed_persona_is_addressed_by_its_new_name_at_once(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    edge, gateway, _ = running
+    await say(edge, 42, [ob.text("小灰 在吗")])
+    await settle(edge)
+    edge.context.rename(("小灰", "灰灰"))  # what `/persona reload` does through the context
+    await say(edge, 42, [ob.text("小灰 在吗")])
+    await say(edge, 43, [ob.text("灰灰，帮个忙")])
+    await say(edge, 44, [ob.text("灰风 在吗")])
+    await settle(edge)
+    assert [m.addressed for m in gateway.messages] == [False, True, True, False]
