@@ -8,9 +8,11 @@ fresh ``iter()`` (reusing an iterator through ``.set()`` on text with emoji cras
 2.3.1).
 
 Every surface (a term's text or one of its aliases) belongs to exactly one term of the key, so a
-match resolves to one term. The automaton's value for a surface is the surface string itself
-(the very object the term holds, so it costs no memory), or ``(surface, byte_length)`` for the rare
-surface with an astral character, whose length in code units differs from its length in characters.
+match resolves to one term. Surfaces whose characters are each one UTF-16 unit (nearly all; see
+``is_flat``) go into the code-unit automaton (see :mod:`.normalize`), whose value for a term's own
+text is the term's :class:`Entry` itself and for an alias ``(alias, entry)``: a hit needs no
+lookup, and the values cost no memory. The rare surfaces holding an astral character go into a
+second, plain-``str`` automaton, scanned only over text that holds one too.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ from collections.abc import Iterable, Iterator
 
 import ahocorasick
 
-from runtime.kernel.lexicon.normalize import encode_units, unit_length
+from runtime.kernel.lexicon.normalize import encode_flat, encode_units, is_flat
 from runtime.kernel.lexicon.terms import KeywordTerm, LexiconKey, TermStatus
 
-Payload = str | tuple[str, int]
 # Up to this many surfaces, a key is matched with str.find rather than a pass of its automaton.
 FEW_SURFACES = 4
 
@@ -94,7 +95,7 @@ class Entry:
 class KeyTerms:
     """The terms of one key, their alias index and their (lazily rebuilt) automaton."""
 
-    __slots__ = ("aliases", "built", "entries", "few", "key", "stale")
+    __slots__ = ("aliases", "astral", "built", "entries", "few", "key", "stale")
 
     def __init__(self, key: LexiconKey) -> None:
         self.key = key
@@ -102,6 +103,8 @@ class KeyTerms:
         self.aliases: dict[str, str] = {}  # alias -> the text of the term that owns it
         # Plain attributes, not properties: the per-message path reads them for every key.
         self.built: ahocorasick.Automaton | None = None  # as last built, possibly stale
+        # Built with it: the surfaces holding an astral character, over plain str (or None).
+        self.astral: ahocorasick.Automaton | None = None
         # With at most FEW_SURFACES surfaces, built with the automaton: (surface, term) pairs that
         # matching finds with str.find instead.
         self.few: tuple[tuple[str, Entry], ...] | None = None
@@ -162,18 +165,20 @@ class KeyTerms:
         self.stale = True
 
     def automaton(self) -> ahocorasick.Automaton | None:
-        """The automaton over every non-suppressed surface, rebuilt first if stale."""
+        """The code-unit automaton over every non-suppressed surface, rebuilt first if stale
+        (with :attr:`astral` and :attr:`few`)."""
         if self.stale:
-            self.built = _build(self.entries.values())
+            self.built, self.astral = _build(self.entries.values())
             self.few = _few(self.entries.values())
             self.stale = False
         return self.built
 
-    def current_automaton(self) -> ahocorasick.Automaton | None:
-        """The automaton as last built, possibly stale (learning resolves hits through owner())."""
-        if self.built is None and self.stale:
-            return self.automaton()
-        return self.built
+    def current_automata(self) -> tuple[ahocorasick.Automaton | None, ahocorasick.Automaton | None]:
+        """The automata as last built, possibly stale (learning resolves hits through owner());
+        built first if they never were."""
+        if self.built is None and self.astral is None and self.stale:
+            self.automaton()
+        return self.built, self.astral
 
 
 def _few(entries: Iterable[Entry]) -> tuple[tuple[str, Entry], ...] | None:
@@ -189,59 +194,62 @@ def _few(entries: Iterable[Entry]) -> tuple[tuple[str, Entry], ...] | None:
     return tuple(pairs)
 
 
-def _build(entries: Iterable[Entry]) -> ahocorasick.Automaton | None:
-    automaton = ahocorasick.Automaton(ahocorasick.STORE_ANY)
-    words = 0
+def _build(
+    entries: Iterable[Entry],
+) -> tuple[ahocorasick.Automaton | None, ahocorasick.Automaton | None]:
+    """The code-unit automaton and the astral automaton over the non-suppressed surfaces."""
+    units = ahocorasick.Automaton(ahocorasick.STORE_ANY)
+    chars = ahocorasick.Automaton(ahocorasick.STORE_ANY)
     for entry in entries:
         if entry.status is TermStatus.SUPPRESSED:
             continue
-        for surface in entry.surfaces():
-            payload: Payload = surface
-            units = unit_length(surface)
-            if units != len(surface):
-                payload = (surface, 2 * units)
-            automaton.add_word(encode_units(surface), payload)
-            words += 1
-    if words == 0:
+        _add(units, chars, entry.text, entry)
+        for alias in entry.aliases:
+            _add(units, chars, alias, (alias, entry))
+    return _made(units), _made(chars)
+
+
+def _add(units: ahocorasick.Automaton, chars: ahocorasick.Automaton, surface: str, value: object) -> None:
+    if is_flat(surface):
+        units.add_word(encode_units(surface), value)
+    else:
+        chars.add_word(surface, value)
+
+
+def _made(automaton: ahocorasick.Automaton) -> ahocorasick.Automaton | None:
+    if len(automaton) == 0:
         return None
     automaton.make_automaton()
     return automaton
 
 
-def occurrences(
-    store: KeyTerms, automaton: ahocorasick.Automaton | None, encoded: str
-) -> list[tuple[int, int, str, Entry]]:
-    """Occurrences of ``store``'s surfaces as (start byte, end byte, surface, term).
+def found_terms(
+    store: KeyTerms,
+    automata: tuple[ahocorasick.Automaton | None, ahocorasick.Automaton | None],
+    normalized: str,
+) -> list[Entry]:
+    """The non-suppressed terms of ``store`` with a surface in ``normalized``, once per occurrence.
 
-    Latin-1 "bytes" of the UTF-16 encoding: a match must start on an even byte, else it straddles
-    two code units and is not an occurrence. Surfaces no longer owned, or suppressed, are skipped
-    (a stale automaton during learning may still hold them). This is the per-message loop: the
-    owner lookup is inlined.
+    For learning, whose automata may be stale: a hit counts only if its surface still belongs to a
+    term of the key (through :meth:`KeyTerms.owner`), and that term is not suppressed.
     """
-    if automaton is None:
-        return []
-    found: list[tuple[int, int, str, Entry]] = []
-    entries = store.entries
-    aliases = store.aliases
-    suppressed = TermStatus.SUPPRESSED
-    for last, payload in automaton.iter(encoded):
-        if payload.__class__ is str:
-            surface: str = payload
-            start = last + 1 - (len(payload) << 1)
-        else:
-            surface, length = payload
-            start = last + 1 - length
-        if start & 1:
-            continue
-        entry = entries.get(surface)
-        if entry is None:
-            owner_text = aliases.get(surface)
-            entry = None if owner_text is None else entries.get(owner_text)
-            if entry is None:
-                continue
-        if entry.status is not suppressed:
-            found.append((start, last + 1, surface, entry))
+    units, chars = automata
+    surfaces: list[str] = []
+    encoded, scan_chars = encode_flat(normalized)
+    if units is not None:
+        surfaces += [_surface(payload) for last, payload in units.iter(encoded) if last & 1]
+    if chars is not None and scan_chars:
+        surfaces += [_surface(payload) for _, payload in chars.iter(normalized)]
+    found: list[Entry] = []
+    for surface in surfaces:
+        entry = store.owner(surface)
+        if entry is not None and entry.status is not TermStatus.SUPPRESSED:
+            found.append(entry)
     return found
+
+
+def _surface(payload: Entry | tuple[str, Entry]) -> str:
+    return payload.text if isinstance(payload, Entry) else payload[0]
 
 
 class EvictionQueue:

@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 
-from runtime.kernel.lexicon._store import Entry, EvictionQueue, KeyTerms, lowest_active, occurrences
+from runtime.kernel.lexicon._scan import char_hits, few_hits, unit_hits
+from runtime.kernel.lexicon._store import Entry, EvictionQueue, KeyTerms, found_terms, lowest_active
 from runtime.kernel.lexicon.learning import (
     JiebaSegmenter,
     LearningBatch,
@@ -37,13 +38,8 @@ from runtime.kernel.lexicon.learning import (
     Segmenter,
     prepare_batch,
 )
-from runtime.kernel.lexicon.normalize import (
-    MatchFolder,
-    UnitMap,
-    encode_units,
-    normalize_term,
-)
-from runtime.kernel.lexicon.scoring import Ordered, score_ordered
+from runtime.kernel.lexicon.normalize import MatchFolder, encode_flat, normalize_term
+from runtime.kernel.lexicon.scoring import score_hits
 from runtime.kernel.lexicon.settings import LexiconSettings
 from runtime.kernel.lexicon.terms import (
     InvalidTerm,
@@ -65,9 +61,6 @@ from runtime.kernel.lexicon.terms import (
 
 Disposer = Callable[[], bool]
 _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
-# tuple.__new__ skips the NamedTuple's Python-level __new__: half the cost of a hit.
-_new_hit: Callable[[type[KeywordHit], tuple[LexiconKey, str, str, int, int, float, float]], KeywordHit]
-_new_hit = tuple.__new__
 LEARNED = "learned"
 _MAX_PLANS = 16_384  # keys tuples remembered; past it the cache starts over
 
@@ -292,62 +285,24 @@ class DynamicLexicon:
             return []
         normalized = self._folder.fold(text)
         encoded = ""
-        one_unit_per_char = True
+        scan_chars = False
         hits: list[KeywordHit] = []
-        units: UnitMap | None = None
+        self._matches += len(plan)
         for key, store in plan:
-            self._matches += 1
             if store.stale:
                 self._rebuilds += 1
-                automaton = store.automaton()
-            else:
-                automaton = store.built
+                store.automaton()
             few = store.few
             if few is not None:
-                # A key of a few surfaces (the persona's names): str.find beats a pass of the
-                # automaton, and its offsets are already characters.
-                for surface, entry in few:
-                    start = normalized.find(surface)
-                    while start >= 0:
-                        hits.append(
-                            _new_hit(
-                                KeywordHit,
-                                (
-                                    key,
-                                    entry.text,
-                                    surface,
-                                    start,
-                                    start + len(surface),
-                                    entry.weight,
-                                    entry.confidence,
-                                ),
-                            )
-                        )
-                        start = normalized.find(surface, start + 1)
-                continue
-            if automaton is None:
+                few_hits(key, few, normalized, hits)
                 continue
             if not encoded:
-                encoded = encode_units(normalized)
-                one_unit_per_char = len(encoded) == 2 * len(normalized)  # no astral character
-            found = occurrences(store, automaton, encoded)
-            if not found:
-                continue
-            if one_unit_per_char:
-                hits.extend(
-                    [
-                        _new_hit(KeywordHit, (key, e.text, surface, s >> 1, t >> 1, e.weight, e.confidence))
-                        for s, t, surface, e in found
-                    ]
-                )
-                continue
-            if units is None:
-                units = UnitMap(normalized, len(encoded))
-            char_offset = units.char_offset
-            for start_byte, _end_byte, surface, e in found:
-                start = char_offset(start_byte >> 1)
-                end = start + len(surface)
-                hits.append(_new_hit(KeywordHit, (key, e.text, surface, start, end, e.weight, e.confidence)))
+                encoded, scan_chars = encode_flat(normalized)
+            automaton = store.built
+            if automaton is not None:
+                unit_hits(key, automaton, encoded, hits)
+            if scan_chars and store.astral is not None:
+                char_hits(key, store.astral, normalized, hits)
         # Stable: at one (start, end) the hits stay in the order of the keys.
         if len(hits) > 1:
             hits.sort(key=_SPAN)
@@ -375,25 +330,8 @@ class DynamicLexicon:
         return plan
 
     def score(self, text: str, keys: Iterable[LexiconKey]) -> float:
-        """The keyword score of ``text`` in [0, 1] (rules in :mod:`.scoring`)."""
-        encoded = encode_units(self._folder.fold(text))
-        ordered: list[Ordered] = []
-        for key in dict.fromkeys(keys):
-            found = self._scan(key, encoded)
-            if found:
-                ordered.extend([(s, -t, -e.weight * e.confidence, e.text) for s, t, _surface, e in found])
-        return score_ordered(ordered)
-
-    def _scan(self, key: LexiconKey, encoded: str) -> list[tuple[int, int, str, Entry]]:
-        """Aligned occurrences in ``encoded`` as (start byte, end byte, surface, term)."""
-        store = self._keys.get(key)
-        if store is None:
-            return []
-        self._matches += 1
-        if store.stale:
-            self._rebuilds += 1
-            return occurrences(store, store.automaton(), encoded)
-        return occurrences(store, store.built, encoded)
+        """The keyword score of ``text`` in [0, 1] (rules in :mod:`.scoring`): that of its hits."""
+        return score_hits(self.match(text, keys))
 
     # -- learning -----------------------------------------------------------------------------
 
@@ -446,8 +384,8 @@ class DynamicLexicon:
         settings = self._settings
         store = self._keys.get(key)
         # Built once for the whole batch: terms this batch creates are found through owner() on the
-        # candidates, and occurrences() skips surfaces that are gone.
-        automaton = None if store is None else store.current_automaton()
+        # candidates, and found_terms() skips surfaces that are gone.
+        automata = None if store is None else store.current_automata()
         cap = self._cap(key)
         evictions: EvictionQueue | None = None  # built when the key first overflows in this batch
         max_new = settings.learn_max_new_per_text
@@ -456,10 +394,8 @@ class DynamicLexicon:
         for text in texts:
             tally.texts += 1
             seen: dict[str, Entry] = {}
-            if store is not None:
-                for _start, _end, _surface, entry in occurrences(
-                    store, automaton, encode_units(text.normalized)
-                ):
+            if store is not None and automata is not None:
+                for entry in found_terms(store, automata, text.normalized):
                     seen[entry.text] = entry
             fresh: list[str] = []
             for word in text.candidates:
