@@ -320,7 +320,10 @@ class ThreadTracker:
             del participants[next(iter(participants))]
         if terms:
             chat.learn(thread, terms, s.max_terms_per_thread)
-        chat.threads.move_to_end(thread.id)
+        threads = chat.threads
+        thread_id = thread.id
+        if next(reversed(threads)) != thread_id:  # most messages go on in the latest thread
+            threads[thread_id] = threads.pop(thread_id)
         if now > chat.last_at:
             chat.last_at = now
         messages = chat.messages
