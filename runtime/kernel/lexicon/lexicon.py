@@ -28,8 +28,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
+from typing import TypeVar
 
-from runtime.kernel.lexicon._scan import char_hits, few_hits, unit_hits
+import ahocorasick
+
+from runtime.kernel.lexicon._scan import (
+    char_hits,
+    char_spans,
+    few_hits,
+    few_spans,
+    unit_hits,
+    unit_spans,
+)
 from runtime.kernel.lexicon._store import Entry, EvictionQueue, KeyTerms, found_terms, lowest_active
 from runtime.kernel.lexicon.learning import (
     JiebaSegmenter,
@@ -39,7 +49,7 @@ from runtime.kernel.lexicon.learning import (
     prepare_batch,
 )
 from runtime.kernel.lexicon.normalize import MatchFolder, encode_flat, normalize_term
-from runtime.kernel.lexicon.scoring import score_hits
+from runtime.kernel.lexicon.scoring import Ordered, score_ordered
 from runtime.kernel.lexicon.settings import LexiconSettings
 from runtime.kernel.lexicon.terms import (
     InvalidTerm,
@@ -61,6 +71,10 @@ from runtime.kernel.lexicon.terms import (
 
 Disposer = Callable[[], bool]
 _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
+_T = TypeVar("_T")
+_S = TypeVar("_S")
+# One way of scanning a key: (key, what to scan with, the text in that scan's form, out list).
+_Scan = Callable[[LexiconKey, _S, str, list[_T]], None]
 LEARNED = "learned"
 _MAX_PLANS = 16_384  # keys tuples remembered; past it the cache starts over
 
@@ -280,33 +294,51 @@ class DynamicLexicon:
 
         Sorted by start, then end, then the order of ``keys``; offsets index ``normalize_text(text)``.
         """
+        hits: list[KeywordHit] = []
+        self._scan(text, keys, hits, few_hits, unit_hits, char_hits)
+        # Stable: at one (start, end) the hits stay in the order of the keys.
+        if len(hits) > 1:
+            hits.sort(key=_SPAN)
+        return hits
+
+    def score(self, text: str, keys: Iterable[LexiconKey]) -> float:
+        """The keyword score of ``text`` in [0, 1] (rules in :mod:`.scoring`): that of its hits,
+        computed from the spans alone (no KeywordHit is built)."""
+        spans: list[Ordered] = []
+        self._scan(text, keys, spans, few_spans, unit_spans, char_spans)
+        return score_ordered(spans)
+
+    def _scan(
+        self,
+        text: str,
+        keys: Iterable[LexiconKey],
+        out: list[_T],
+        few: _Scan[tuple[tuple[str, Entry], ...], _T],
+        units: _Scan[ahocorasick.Automaton, _T],
+        chars: _Scan[ahocorasick.Automaton, _T],
+    ) -> None:
+        """Append to ``out`` what ``few``/``units``/``chars`` make of each key's occurrences in
+        ``text``, key after key in the order given; stale keys are rebuilt first."""
         plan = self._plan(keys)
         if not plan:
-            return []
+            return
         normalized = self._folder.fold(text)
         encoded = ""
         scan_chars = False
-        hits: list[KeywordHit] = []
         self._matches += len(plan)
         for key, store in plan:
             if store.stale:
                 self._rebuilds += 1
                 store.automaton()
-            few = store.few
-            if few is not None:
-                few_hits(key, few, normalized, hits)
+            if store.few is not None:
+                few(key, store.few, normalized, out)
                 continue
             if not encoded:
                 encoded, scan_chars = encode_flat(normalized)
-            automaton = store.built
-            if automaton is not None:
-                unit_hits(key, automaton, encoded, hits)
+            if store.built is not None:
+                units(key, store.built, encoded, out)
             if scan_chars and store.astral is not None:
-                char_hits(key, store.astral, normalized, hits)
-        # Stable: at one (start, end) the hits stay in the order of the keys.
-        if len(hits) > 1:
-            hits.sort(key=_SPAN)
-        return hits
+                chars(key, store.astral, normalized, out)
 
     def _plan(self, keys: Iterable[LexiconKey]) -> tuple[tuple[LexiconKey, KeyTerms], ...]:
         """The distinct keys that hold terms, with their stores, in the order given.
@@ -328,10 +360,6 @@ class DynamicLexicon:
                 plans.clear()
             plans[id(keys)] = (keys, table.version, plan)  # type: ignore[assignment]
         return plan
-
-    def score(self, text: str, keys: Iterable[LexiconKey]) -> float:
-        """The keyword score of ``text`` in [0, 1] (rules in :mod:`.scoring`): that of its hits."""
-        return score_hits(self.match(text, keys))
 
     # -- learning -----------------------------------------------------------------------------
 
