@@ -67,18 +67,15 @@ class _TimeQueue(Generic[E]):
     and in the worst case every entry shares one span and this is one heap.
     """
 
-    __slots__ = ("_by_span", "_heaped", "_size", "_spans")
+    __slots__ = ("_by_span", "_heaped", "_spans", "size")
 
     def __init__(self, entries: Iterable[E] = ()) -> None:
         self._by_span: dict[int, list[E]] = {}  # never holds an empty list
         self._spans: list[int] = []  # heap of the keys of _by_span
         self._heaped: set[int] = set()  # the spans whose list is a heap
-        self._size = 0
+        self.size = 0  # entries held (an attribute: len() through a Python __len__ costs more)
         for entry in entries:
             self.push(entry)
-
-    def __len__(self) -> int:
-        return self._size
 
     def __iter__(self) -> Iterator[E]:
         for entries in self._by_span.values():
@@ -97,21 +94,27 @@ class _TimeQueue(Generic[E]):
             heappush(entries, entry)
         else:
             entries.append(entry)  # ordered once it reaches the front
-        self._size += 1
+        self.size += 1
 
     def first(self) -> E | None:
         """The smallest entry, left in place (``None`` when empty)."""
         return self._front()[0] if self._spans else None
 
-    def pop(self) -> E:
-        """Remove and return the smallest entry (the queue must not be empty)."""
+    def pop_until(self, until: float, inclusive: bool) -> E | None:
+        """Remove and return the smallest entry if its time is before ``until`` (or at it, when
+        ``inclusive``); ``None`` otherwise. One call per entry where first() then pop() made four."""
+        if not self._spans:
+            return None
         entries = self._front()
+        at = entries[0][0]
+        if at > until or (at == until and not inclusive):
+            return None
         entry = heappop(entries)
         if not entries:
             span = heappop(self._spans)
             del self._by_span[span]
             self._heaped.discard(span)
-        self._size -= 1
+        self.size -= 1
         return entry
 
     def _front(self) -> list[E]:
@@ -235,10 +238,11 @@ class ActivationScheduler:
         pending = self._pending
         store = self.store
         out: list[BotEvent] = []
-        while (first := queue.first()) is not None and first[0] <= now:
-            if limit is not None and len(out) >= limit:
+        while limit is None or len(out) < limit:
+            entry = queue.pop_until(now, True)
+            if entry is None:
                 break
-            _, _, seq, event_id = queue.pop()
+            _, _, seq, event_id = entry
             if pending.get(event_id) != seq:
                 continue
             del pending[event_id]
@@ -262,15 +266,17 @@ class ActivationScheduler:
     def next_at(self) -> float | None:
         """The earliest ``not_before`` among pending events (``None`` when nothing is pending)."""
         queue = self._due
-        while (first := queue.first()) is not None and self._pending.get(first[3]) != first[2]:
-            queue.pop()
+        pending = self._pending
+        while (first := queue.first()) is not None and pending.get(first[3]) != first[2]:
+            queue.pop_until(first[0], True)  # drops that stale first entry
         return None if first is None else first[0]
 
     def next_deadline(self) -> float | None:
         """The earliest deadline among pending events: after it, :meth:`expire` has work."""
         queue = self._deadlines
-        while (first := queue.first()) is not None and self._pending.get(first[2]) != first[1]:
-            queue.pop()
+        pending = self._pending
+        while (first := queue.first()) is not None and pending.get(first[2]) != first[1]:
+            queue.pop_until(first[0], True)  # drops that stale first entry
         return None if first is None else first[0]
 
     def statistics(self) -> SchedulerStatistics:
@@ -279,7 +285,7 @@ class ActivationScheduler:
             pending=len(self._pending),
             next_at=self.next_at(),
             next_deadline=self.next_deadline(),
-            heap_entries=len(self._due) + len(self._deadlines),
+            heap_entries=self._due.size + self._deadlines.size,
             scheduled=scheduled,
             returned=returned,
             expired=expired,
@@ -304,8 +310,8 @@ class ActivationScheduler:
     def _expire_into_buffer(self, now: float) -> None:
         queue = self._deadlines
         pending = self._pending
-        while (first := queue.first()) is not None and first[0] < now:
-            _, seq, event_id = queue.pop()
+        while (entry := queue.pop_until(now, False)) is not None:
+            _, seq, event_id = entry
             if pending.get(event_id) != seq:
                 continue
             del pending[event_id]
@@ -318,7 +324,7 @@ class ActivationScheduler:
     def _maybe_compact(self) -> None:
         live = len(self._pending)
         limit = 2 * live + _COMPACT_SLACK
-        if len(self._due) <= limit and len(self._deadlines) <= limit:
+        if self._due.size <= limit and self._deadlines.size <= limit:
             return
         pending = self._pending
         self._due = _TimeQueue(e for e in self._due if pending.get(e[3]) == e[2])

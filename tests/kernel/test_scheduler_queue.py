@@ -27,18 +27,22 @@ def test_pops_in_the_order_of_one_heap(steps: list[tuple[float, int] | None]) ->
     heap: list[tuple[float, int, str]] = []
     for seq, step in enumerate(steps):
         if step is None:
-            assert queue.first() == (heap[0] if heap else None)
-            if heap:
-                assert queue.pop() == heapq.heappop(heap)
+            first = heap[0] if heap else None
+            assert queue.first() == first
+            if first is not None:
+                assert queue.pop_until(first[0], False) is None  # not before its own time
+                assert queue.pop_until(first[0], True) == heapq.heappop(heap)
         else:
             entry = (step[0], step[1], f"ev-{seq}")
             queue.push(entry)
             heapq.heappush(heap, entry)
-        assert len(queue) == len(heap)
+        assert queue.size == len(heap)
     assert sorted(queue) == sorted(heap)
     rebuilt = _TimeQueue(iter(queue))
-    assert [rebuilt.pop() for _ in range(len(heap))] == [heapq.heappop(heap) for _ in range(len(heap))]
+    popped = [rebuilt.pop_until(float("inf"), True) for _ in range(len(heap))]
+    assert popped == [heapq.heappop(heap) for _ in range(len(heap))]
     assert rebuilt.first() is None
+    assert rebuilt.pop_until(float("inf"), True) is None
 
 
 def test_extreme_times_keep_their_order() -> None:
