@@ -9,7 +9,7 @@ Rules:
 
 Every operation is O(log n) and none scans the pending set. Two queues hold the entries: one ordered by
 ``(not_before, -priority, seq)`` for :meth:`due`, one by ``(deadline, seq)`` for :meth:`expire` (each a
-:class:`_TimeQueue`, a heap of whole seconds over small heaps of entries). Deletion is lazy: an entry
+:class:`_TimeQueue`: lists of entries by 16-second span, the earliest one a heap). Deletion is lazy: an entry
 is live only while ``_pending[event_id]`` still holds its ``seq``, so cancelling forgets the id and
 snoozing pushes a new entry; stale entries are dropped when they reach a queue's front, and both
 queues are rebuilt once stale entries outnumber live ones (amortised O(1)).
@@ -36,7 +36,7 @@ _WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
 # Members bound once: an Enum class attribute lookup costs ~10x a global lookup.
 _SCHEDULED, _SNOOZED, _ELIGIBLE = EventState.SCHEDULED, EventState.SNOOZED, EventState.ELIGIBLE
 _EXPIRED, _SKIPPED = EventState.EXPIRED, EventState.SKIPPED
-# Rebuild the heaps when they hold more than this many entries beyond twice the live count.
+# Rebuild the queues when they hold more than this many entries beyond twice the live count.
 _COMPACT_SLACK = 256
 
 
@@ -45,13 +45,13 @@ _COMPACT_SLACK = 256
 # 0.16 and 1.1 µs (one heap: 0.14 and 2.1 µs). Fewer, fuller spans keep their lists in cache; a span
 # at the front is a heap of its entries, so a wider one costs more levels per pop.
 _SPAN_BITS = 4
-# The span ±inf (and nan) fall in: past every finite float, so they order as they compare.
+# The span of +inf, past every finite float's (-inf and nan get -_FAR: before every one).
 _FAR = int(sys.float_info.max) + 1
 
-E = TypeVar("E", tuple[float, float, int, str], tuple[float, int, str])
+_E = TypeVar("_E", tuple[float, float, int, str], tuple[float, int, str])
 
 
-class _TimeQueue(Generic[E]):
+class _TimeQueue(Generic[_E]):
     """A priority queue of tuples that start with a time, kept as one list of entries per time span.
 
     It pops in exactly the order of one heap of the same tuples: a heap of span numbers says which
@@ -69,19 +69,19 @@ class _TimeQueue(Generic[E]):
 
     __slots__ = ("_by_span", "_heaped", "_spans", "size")
 
-    def __init__(self, entries: Iterable[E] = ()) -> None:
-        self._by_span: dict[int, list[E]] = {}  # never holds an empty list
+    def __init__(self, entries: Iterable[_E] = ()) -> None:
+        self._by_span: dict[int, list[_E]] = {}  # never holds an empty list
         self._spans: list[int] = []  # heap of the keys of _by_span
         self._heaped: set[int] = set()  # the spans whose list is a heap
         self.size = 0  # entries held (an attribute: len() through a Python __len__ costs more)
         for entry in entries:
             self.push(entry)
 
-    def __iter__(self) -> Iterator[E]:
+    def __iter__(self) -> Iterator[_E]:
         for entries in self._by_span.values():
             yield from entries
 
-    def push(self, entry: E) -> None:
+    def push(self, entry: _E) -> None:
         try:
             span = int(entry[0]) >> _SPAN_BITS  # int() truncates, >> floors: both never decrease
         except (OverflowError, ValueError):  # ±inf, nan
@@ -96,18 +96,18 @@ class _TimeQueue(Generic[E]):
             entries.append(entry)  # ordered once it reaches the front
         self.size += 1
 
-    def first(self) -> E | None:
+    def first(self) -> _E | None:
         """The smallest entry, left in place (``None`` when empty)."""
         return self._front()[0] if self._spans else None
 
-    def pop_until(self, until: float, inclusive: bool) -> E | None:
+    def pop_until(self, until: float, inclusive: bool) -> _E | None:
         """Remove and return the smallest entry if its time is before ``until`` (or at it, when
         ``inclusive``); ``None`` otherwise. One call per entry where first() then pop() made four."""
         if not self._spans:
             return None
         entries = self._front()
         at = entries[0][0]
-        if at > until or (at == until and not inclusive):
+        if not (at <= until if inclusive else at < until):
             return None
         entry = heappop(entries)
         if not entries:
@@ -117,7 +117,7 @@ class _TimeQueue(Generic[E]):
         self.size -= 1
         return entry
 
-    def _front(self) -> list[E]:
+    def _front(self) -> list[_E]:
         """The list of the earliest span, as a heap."""
         span = self._spans[0]
         entries = self._by_span[span]
