@@ -38,10 +38,20 @@ def score_ordered(ordered: list[Ordered]) -> float:
             best[term] = -neg_value
     keep = 1.0
     for value in best.values():
-        keep *= 1.0 - min(1.0, max(0.0, value))
-    return min(1.0, max(0.0, 1.0 - keep))
+        keep *= 1.0 - (value if 0.0 <= value <= 1.0 else _clamp(value))
+    score = 1.0 - keep
+    return score if 0.0 <= score <= 1.0 else _clamp(score)
+
+
+def _clamp(value: float) -> float:
+    """``value`` brought into [0, 1] (NaN to 0). The callers test the range inline first: two
+    builtin calls per value were a fifth of scoring five hits."""
+    return min(1.0, max(0.0, value))
 
 
 def score_hits(hits: Iterable[KeywordHit]) -> float:
     """The keyword score of hits already found by ``DynamicLexicon.match``."""
-    return score_ordered([(hit.start, -hit.end, -hit.weight * hit.confidence, hit.term) for hit in hits])
+    # Unpacking each hit reads its fields at once: five attribute reads a hit cost twice as much.
+    return score_ordered(
+        [(start, -end, -weight * confidence, term) for _, term, _, start, end, weight, confidence in hits]
+    )
