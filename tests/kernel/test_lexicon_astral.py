@@ -121,3 +121,11 @@ def test_learning_reinforces_terms_holding_emoji_or_the_placeholder() -> None:
     lexicon.learn("今天灰风🐺和小\uffff狼呀", GROUP, now=0.0)  # one segment: found by scanning
     assert lexicon.get(GROUP, "灰风🐺").weight > 0.7  # type: ignore[union-attr]
     assert lexicon.get(GROUP, "小\uffff狼").weight > 0.7  # type: ignore[union-attr]
+
+
+def test_a_key_of_emoji_terms_alone_counts_as_one_built_automaton() -> None:
+    lexicon = DynamicLexicon(segmenter=WhitespaceSegmenter())
+    for text in ("🐺🐺", "灰🐺", "风🐺", "狼🐺", "小🐺", "大🐺"):  # more than a few: an automaton
+        lexicon.add(GROUP, text, now=0.0)
+    assert [hit.term for hit in lexicon.match("大🐺🐺", [GROUP])] == ["大🐺", "🐺🐺"]
+    assert lexicon.statistics().automata == 1

@@ -181,6 +181,32 @@ class KeyTerms:
         return self.built, self.astral
 
 
+class KeyTable(dict[LexiconKey, KeyTerms]):
+    """The lexicon's key -> store table; ``version`` changes whenever a key comes or goes."""
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0
+
+    def __setitem__(self, key: LexiconKey, value: KeyTerms) -> None:
+        self.version += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: LexiconKey) -> None:
+        self.version += 1
+        super().__delitem__(key)
+
+    def pop(self, key: LexiconKey, default: KeyTerms | None = None) -> KeyTerms | None:  # type: ignore[override]
+        self.version += 1
+        return super().pop(key, default)
+
+    def clear(self) -> None:
+        self.version += 1
+        super().clear()
+
+
 def _few(entries: Iterable[Entry]) -> tuple[tuple[str, Entry], ...] | None:
     """The (surface, term) pairs of the non-suppressed terms, if there are at most FEW_SURFACES."""
     pairs: list[tuple[str, Entry]] = []

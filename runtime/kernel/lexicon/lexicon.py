@@ -40,7 +40,14 @@ from runtime.kernel.lexicon._scan import (
     unit_hits,
     unit_spans,
 )
-from runtime.kernel.lexicon._store import Entry, EvictionQueue, KeyTerms, found_terms, lowest_active
+from runtime.kernel.lexicon._store import (
+    Entry,
+    EvictionQueue,
+    KeyTable,
+    KeyTerms,
+    found_terms,
+    lowest_active,
+)
 from runtime.kernel.lexicon.learning import (
     JiebaSegmenter,
     LearningBatch,
@@ -79,32 +86,6 @@ LEARNED = "learned"
 _MAX_PLANS = 16_384  # keys tuples remembered; past it the cache starts over
 
 
-class _KeyTable(dict[LexiconKey, KeyTerms]):
-    """The lexicon's key -> store table; ``version`` changes whenever a key comes or goes."""
-
-    __slots__ = ("version",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.version = 0
-
-    def __setitem__(self, key: LexiconKey, value: KeyTerms) -> None:
-        self.version += 1
-        super().__setitem__(key, value)
-
-    def __delitem__(self, key: LexiconKey) -> None:
-        self.version += 1
-        super().__delitem__(key)
-
-    def pop(self, key: LexiconKey, default: KeyTerms | None = None) -> KeyTerms | None:  # type: ignore[override]
-        self.version += 1
-        return super().pop(key, default)
-
-    def clear(self) -> None:
-        self.version += 1
-        super().clear()
-
-
 class DynamicLexicon:
     """Keyword terms per LexiconKey; see the module docstring for the rules."""
 
@@ -113,7 +94,7 @@ class DynamicLexicon:
     ) -> None:
         self._settings = settings or LexiconSettings()
         self._segmenter: Segmenter = segmenter if segmenter is not None else JiebaSegmenter()
-        self._keys: _KeyTable = _KeyTable()
+        self._keys: KeyTable = KeyTable()
         # keys tuple -> (that tuple, the table's version, its (key, store) pairs): see _plan().
         self._plans: dict[
             int, tuple[tuple[LexiconKey, ...], int, tuple[tuple[LexiconKey, KeyTerms], ...]]
@@ -614,7 +595,7 @@ class DynamicLexicon:
         for key, store in self._keys.items():
             terms += len(store)
             by_scope[key.scope.value] += len(store)
-            automata += store.built is not None
+            automata += store.built is not None or store.astral is not None  # keys with a built automaton
             for entry in store.entries.values():
                 if entry.status is TermStatus.PINNED:
                     pinned += 1
