@@ -3,7 +3,7 @@
 Everything here is bounded by the caller's settings: a chat holds at most ``max_threads_per_chat``
 live threads, ``max_messages_per_chat`` remembered message ids and ``MAX_PEOPLE`` speakers; a thread holds
 its last 32 message ids and participants and its last ``max_terms_per_thread`` to twice as many
-distinct terms. The chat
+distinct terms (as a log of their uses, at most four times ``max_terms_per_thread`` long). The chat
 keeps an inverted index (term -> threads that used it) so shared vocabulary costs one lookup per
 message term instead of one per term per thread. Each live thread of a chat owns one bit of a small
 int, and a posting is the union of its threads' bits: adding or dropping a thread's term allocates
@@ -29,7 +29,6 @@ MAX_PARTICIPANTS = 32
 MAX_PEOPLE = 512
 
 K = TypeVar("K", str, tuple[str, str])
-_ABSENT = object()
 
 
 class ThreadState:
@@ -42,6 +41,7 @@ class ThreadState:
         "message_ids",
         "participants",
         "started_at",
+        "term_count",
         "terms",
     )
 
@@ -54,14 +54,15 @@ class ThreadState:
         self.count = 0
         self.message_ids: deque[str] = deque(maxlen=RECENT_MESSAGE_IDS)
         self.participants: dict[str, float] = {}
-        # the thread's recent vocabulary, least recently used first (an ordered set)
-        self.terms: dict[str, None] = {}
+        # The thread's recent vocabulary as a log of term uses, oldest first: a term may appear more
+        # than once, its last appearance is its last use. term_count counts the distinct terms.
+        self.terms: list[str] = []
+        self.term_count = 0
 
 
 class ChatState:
     __slots__ = (
         "addressed",
-        "by_bit",
         "free_bits",
         "last_at",
         "messages",
@@ -86,62 +87,77 @@ class ChatState:
         self.last_at = float("-inf")
         # term -> the bits of the live threads whose recent vocabulary holds it (never 0).
         self.postings: dict[str, int] = {}
-        # A live thread's bit -> its id; bits of removed threads, to be given again.
-        self.by_bit: dict[int, str] = {}
+        # Bits of removed threads, to be given again (the live threads hold all the others below
+        # 1 << len(threads)).
         self.free_bits: list[int] = []
 
     # -- vocabulary ------------------------------------------------------------------------------
 
-    def term_hits(self, terms: tuple[str, ...], candidates: int) -> tuple[dict[str, float], float]:
-        """Per candidate thread (``candidates``: their bits), the summed rarity of the message terms
-        it has used; and the terms' total (over every live thread, candidate or not).
+    def term_hits(self, terms: tuple[str, ...], candidates: int) -> tuple[dict[int, float], float]:
+        """Per candidate thread (``candidates``: their bits), keyed by its bit, the summed rarity of
+        the message terms it has used; and the terms' total (over every live thread, candidate or
+        not).
 
         A term's rarity is ``log(threads + 2) - log(users + 1)`` where ``users`` counts the live
         threads whose vocabulary holds it: a word every conversation uses weighs next to nothing,
         a word no conversation uses weighs most (and matches nothing).
         """
         postings = self.postings
-        by_bit = self.by_bit
-        log = math.log
-        base = log(len(self.threads) + 2.0)
+        logs = log1p_table(len(self.threads) + 1)
+        base = logs[len(self.threads) + 1]
         total = 0.0
-        hits: dict[str, float] = {}
+        hits: dict[int, float] = {}
         for term in terms:
             posting = postings.get(term)
             if posting:
-                weight = base - log(posting.bit_count() + 1.0)
+                weight = base - logs[posting.bit_count()]
                 total += weight
                 # Only the candidates are scored: a busy chat's common words are used by dozens of
                 # threads. The hits dict's order does not matter: choose() reads it by rank.
                 shared = posting & candidates
                 while shared:
                     low = shared & -shared
-                    tid = by_bit[low]
-                    hits[tid] = hits.get(tid, 0.0) + weight
+                    hits[low] = hits.get(low, 0.0) + weight
                     shared ^= low
             else:
                 total += base
         return hits, total
 
     def learn(self, thread: ThreadState, terms: tuple[str, ...], max_terms: int) -> None:
-        """Add a message's terms to the thread's recent vocabulary.
+        """Add a message's (distinct) terms to the thread's recent vocabulary.
 
         The vocabulary is kept in order of last use; past ``2 * max_terms`` terms the oldest are
-        dropped down to ``max_terms`` (no sorting, and every term is dropped at most once).
+        dropped down to ``max_terms`` (and every term is dropped at most once).
+
+        The thread's bit in a term's posting says whether its vocabulary holds the term, so a
+        message costs one posting lookup per term (warm: choose() has just read them) and one
+        ``list.extend`` of the use log, instead of moving each term to the end of an ordered dict
+        (a pop and an insert in a dict that is cold in a busy bot's cache): about 4 µs a message.
         """
-        vocabulary = thread.terms
         postings = self.postings
         bit = thread.bit
+        added = 0
         for term in terms:
-            if vocabulary.pop(term, _ABSENT) is _ABSENT:  # else re-inserted below as the most recent
-                postings[term] = postings.get(term, 0) | bit
-            vocabulary[term] = None
-        excess = len(vocabulary) - max_terms
-        if excess > max_terms:
-            dropped = list(islice(vocabulary, excess))
-            for term in dropped:
-                del vocabulary[term]
-            self._unpost(dropped, bit)
+            posting = postings.get(term, 0)
+            if not posting & bit:
+                postings[term] = posting | bit
+                added += 1
+        log = thread.terms
+        log.extend(terms)
+        thread.term_count += added
+        if thread.term_count > 2 * max_terms:
+            self._forget_oldest(thread, max_terms)
+        elif len(log) > 4 * max_terms:  # a thread that keeps repeating its words: keep the log short
+            thread.terms = _last_uses(log)
+
+    def _forget_oldest(self, thread: ThreadState, keep: int) -> None:
+        """Drop all but the ``keep`` most recently used terms of the thread's vocabulary."""
+        latest_first = dict.fromkeys(reversed(thread.terms))
+        kept = list(islice(latest_first, keep))
+        kept.reverse()
+        thread.terms = kept
+        thread.term_count = len(kept)
+        self._unpost(islice(latest_first, keep, None), thread.bit)
 
     def _unpost(self, terms: Iterable[str], bit: int) -> None:
         postings = self.postings
@@ -158,16 +174,55 @@ class ChatState:
     def attach(self, thread: ThreadState) -> None:
         """Make ``thread`` a live thread of this chat, with a bit of its own."""
         free = self.free_bits
-        bit = free.pop() if free else 1 << len(self.by_bit)
-        thread.bit = bit
-        self.by_bit[bit] = thread.id
+        thread.bit = free.pop() if free else 1 << len(self.threads)
         self.threads[thread.id] = thread
 
     def remove(self, thread: ThreadState) -> None:
         del self.threads[thread.id]
         self._unpost(thread.terms, thread.bit)
-        del self.by_bit[thread.bit]
         self.free_bits.append(thread.bit)
+
+
+def _last_uses(log: list[str]) -> list[str]:
+    """The distinct terms of a use log in order of last use, oldest first."""
+    latest_first = list(dict.fromkeys(reversed(log)))
+    latest_first.reverse()
+    return latest_first
+
+
+def _reason(
+    tid: str,
+    people: list[tuple[str, float, str]],
+    recency: dict[str, float],
+    terms: dict[str, float],
+) -> str:
+    """The name of the strongest single signal of thread ``tid``: its largest ``(value, name)``,
+    compared in the order the signals were added (people, recent, terms), as max() does.
+
+    Only the winner needs a reason, so the parts are not compared on the way for every thread that
+    scores (about 1 µs a message).
+    """
+    parts = [(value, why) for who, value, why in people if who == tid and value > 0.0]
+    value = recency.get(tid)
+    if value is not None:
+        parts.append((value, "recent"))
+    value = terms.get(tid)
+    if value is not None:
+        parts.append((value, "terms"))
+    return max(parts)[1]
+
+
+# log(n + 1.0) for n = 0, 1, 2...: a term's rarity is a difference of two of them. Grown on demand
+# up to the most live threads a chat has had; the values are math.log's own.
+_LOG1P: list[float] = []
+
+
+def log1p_table(n: int) -> list[float]:
+    """The table of ``log(k + 1.0)``, long enough to hold ``k = n``."""
+    table = _LOG1P
+    while len(table) <= n:
+        table.append(math.log(len(table) + 1.0))
+    return table
 
 
 def remember(table: dict[K, tuple[str, float]], key: K, value: tuple[str, float], cap: int) -> None:
@@ -188,15 +243,17 @@ def choose(
 ) -> tuple[ThreadState | None, str, float]:
     """The best live thread for ``message`` and the signal that weighed most, or ``None`` for new.
 
-    Per thread: the summed signals (``scores``) and the strongest single signal (``top``, compared
-    as ``(value, signal name)``), which names the reason.
+    Per thread: the summed signals (``scores``); for the winner, the strongest single signal
+    (compared as ``(value, signal name)``), which names the reason.
     """
     threads = chat.threads
     if not threads:
         return None, "new", 0.0
     horizon = now - s.horizon
+    # The summed signals per thread, in the order the threads first scored (max() keeps the first
+    # of equal scores). The strongest single signal, which names the reason, is looked for in the
+    # winner's parts only (see _reason).
     scores: dict[str, float] = {}
-    top: dict[str, tuple[float, str]] = {}
 
     sender = message.sender_id
     people: list[tuple[str, float, str]] = []  # (thread id, value, signal) of the people signals
@@ -219,13 +276,9 @@ def choose(
     asked = chat.addressed.get(sender)
     if asked is not None and (own is None or asked[1] >= own[1]):
         people.append((asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed"))
-    for tid, value, why in people:
+    for tid, value, _ in people:
         if value > 0.0 and tid in threads:
             scores[tid] = scores.get(tid, 0.0) + value
-            part = (value, why)
-            best_part = top.get(tid)
-            if best_part is None or part > best_part:
-                top[tid] = part
 
     gap = s.gap
     max_candidates = s.max_candidates
@@ -236,7 +289,8 @@ def choose(
     # Most recent first: the bits of the candidates, and their ids in order (which fixes the order of
     # the term signal below, whatever the order of the hits).
     candidates = 0
-    ranked: list[str] = []
+    ranked: list[ThreadState] = []
+    recency_values: dict[str, float] = {}
     for rank, thread in enumerate(reversed(threads.values()), 1):
         if rank > max_candidates:
             break
@@ -244,32 +298,30 @@ def choose(
         tid = thread.id
         if last_at >= horizon:
             candidates |= thread.bit
-            ranked.append(tid)
+            ranked.append(thread)
         if recency:
             idle = now - last_at
             if idle < gap:
                 value = recent * (gap - idle) / rank
                 scores[tid] = scores.get(tid, 0.0) + value
-                best_part = top.get(tid)
-                if best_part is None or (value, "recent") > best_part:
-                    top[tid] = (value, "recent")
+                recency_values[tid] = value
             else:
                 recency = False
+    term_values: dict[str, float] = {}
     if terms and candidates and chat.postings:
         hits, total = chat.term_hits(terms, candidates)
         if hits:
             per_hit = s.weight_terms / total
             # In candidate order, so that a tie between threads goes to the most recent one
             # whatever the hash seed (max() keeps the first of equal scores).
-            for tid in ranked:
-                hit = hits.get(tid)
+            for thread in ranked:
+                hit = hits.get(thread.bit)
                 if hit is None:
                     continue
+                tid = thread.id
                 value = per_hit * hit
                 scores[tid] = scores.get(tid, 0.0) + value
-                best_part = top.get(tid)
-                if best_part is None or (value, "terms") > best_part:
-                    top[tid] = (value, "terms")
+                term_values[tid] = value
     newest = next(reversed(threads.values()))
 
     score = 0.0
@@ -277,7 +329,7 @@ def choose(
         best = max(scores, key=scores.__getitem__)
         score = scores[best]
         if score >= s.join_threshold:
-            return threads[best], top[best][1], score
+            return threads[best], _reason(best, people, recency_values, term_values), score
     if now - newest.last_at > gap:
         return None, "new", score
     if message.is_private:
