@@ -13,7 +13,7 @@ no set, and intersecting with the candidates is one ``&``.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, TypeVar
@@ -52,7 +52,10 @@ class ThreadState:
         self.started_at = now
         self.last_at = now
         self.count = 0
-        self.message_ids: deque[str] = deque(maxlen=RECENT_MESSAGE_IDS)
+        # The last RECENT_MESSAGE_IDS ids, oldest first. A list, not a bounded deque: every assign()
+        # copies it into its snapshot, and tuple(list) is one C copy where tuple(deque) steps an
+        # iterator per id.
+        self.message_ids: list[str] = []
         self.participants: dict[str, float] = {}
         # The thread's recent vocabulary as a log of term uses, oldest first: a term may appear more
         # than once, its last appearance is its last use. term_count counts the distinct terms.
@@ -65,6 +68,7 @@ class ChatState:
         "addressed",
         "free_bits",
         "last_at",
+        "message_order",
         "messages",
         "pairs",
         "postings",
@@ -78,7 +82,10 @@ class ChatState:
         # again (about 1 µs a message); moving a thread to the end is a pop and a reinsert.
         self.threads: dict[str, ThreadState] = {}
         # message id -> (thread id, sender), for replies. Oldest first.
-        self.messages: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self.messages: dict[str, tuple[str, str]] = {}
+        # The ids in ``messages``, oldest first: a plain dict and a deque cost less per message than
+        # an OrderedDict's linked nodes (a node made and freed, an iterator to find the oldest).
+        self.message_order: deque[str] = deque()
         # user -> (thread id, when): where they last spoke / were last @-ed. Oldest first.
         self.speakers: dict[str, tuple[str, float]] = {}
         self.addressed: dict[str, tuple[str, float]] = {}

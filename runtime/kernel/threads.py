@@ -36,7 +36,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.kernel._build import builder
-from runtime.kernel._chatstate import MAX_PARTICIPANTS, MAX_PEOPLE, ChatState, ThreadState, choose, remember
+from runtime.kernel._chatstate import (
+    MAX_PARTICIPANTS,
+    MAX_PEOPLE,
+    RECENT_MESSAGE_IDS,
+    ChatState,
+    ThreadState,
+    choose,
+    remember,
+)
 from runtime.kernel._features import extract_terms
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.ids import IdFactory, counter_ids
@@ -312,7 +320,10 @@ class ThreadTracker:
         thread.count += 1
         message_id = message.message_id
         sender = message.sender_id
-        thread.message_ids.append(message_id)
+        message_ids = thread.message_ids
+        message_ids.append(message_id)
+        if len(message_ids) > RECENT_MESSAGE_IDS:
+            del message_ids[0]
         participants = thread.participants
         participants.pop(sender, None)
         participants[sender] = now
@@ -327,9 +338,13 @@ class ThreadTracker:
         if now > chat.last_at:
             chat.last_at = now
         messages = chat.messages
+        known = len(messages)
         messages[message_id] = (thread.id, sender)
-        if len(messages) > s.max_messages_per_chat:
-            del messages[next(iter(messages))]
+        if len(messages) > known:  # a new id (a repeated one keeps its place, as in an OrderedDict)
+            order = chat.message_order
+            order.append(message_id)
+            if known >= s.max_messages_per_chat:
+                del messages[order.popleft()]
 
     # -- lookups ---------------------------------------------------------------------------------
 
