@@ -307,32 +307,27 @@ def choose(
             if scored is not None:
                 scores[scored] = scores.get(scored, 0.0) + value
 
+    # Threads are kept in order of last activity: only the ``max_candidates`` most recent are looked
+    # at, most recent first. Recency stops at the first one past the gap, and the term signal takes
+    # those within the horizon (their bits, and the threads in order, which fixes the order of the
+    # term signal below whatever the order of the hits).
+    tail = list(islice(reversed(threads.values()), s.max_candidates))
     gap = s.gap
-    max_candidates = s.max_candidates
-    # Threads are kept in order of last activity: recency stops at the first one past the gap, and
-    # only the ``max_candidates`` most recent (within the horizon) are scored on terms.
     recent = s.weight_recent / gap
-    recency = True
-    # Most recent first: the bits of the candidates, and their ids in order (which fixes the order of
-    # the term signal below, whatever the order of the hits).
+    recency_values: dict[ThreadState, float] = {}
+    for rank, thread in enumerate(tail, 1):
+        idle = now - thread.last_at
+        if not idle < gap:
+            break
+        value = recent * (gap - idle) / rank
+        scores[thread] = scores.get(thread, 0.0) + value
+        recency_values[thread] = value
     candidates = 0
     ranked: list[ThreadState] = []
-    recency_values: dict[ThreadState, float] = {}
-    for rank, thread in enumerate(reversed(threads.values()), 1):
-        if rank > max_candidates:
-            break
-        last_at = thread.last_at
-        if last_at >= horizon:
+    for thread in tail:
+        if thread.last_at >= horizon:
             candidates |= thread.bit
             ranked.append(thread)
-        if recency:
-            idle = now - last_at
-            if idle < gap:
-                value = recent * (gap - idle) / rank
-                scores[thread] = scores.get(thread, 0.0) + value
-                recency_values[thread] = value
-            else:
-                recency = False
     term_values: dict[ThreadState, float] = {}
     if terms and candidates and chat.postings:
         hits, total = chat.term_hits(terms, candidates)
@@ -347,7 +342,7 @@ def choose(
                 value = per_hit * hit
                 scores[thread] = scores.get(thread, 0.0) + value
                 term_values[thread] = value
-    newest = next(reversed(threads.values()))
+    newest = tail[0]
 
     score = 0.0
     if scores:
