@@ -15,18 +15,14 @@ from runtime.kernel.lexicon import (
     GLOBAL_KEY,
     DynamicLexicon,
     InvalidTerm,
-    KeywordHit,
     LexiconKey,
-    LexiconScope,
     TermStatus,
     WhitespaceSegmenter,
     normalize_text,
     score_hits,
 )
+from tests.kernel.lexicon_reference import GROUP, KEYS, observed, reference
 
-GROUP = LexiconKey(LexiconScope.GROUP, "group:1")
-THREAD = LexiconKey(LexiconScope.THREAD, "th-1")
-KEYS = (GLOBAL_KEY, GROUP, THREAD)
 # Terms no generated message contains, so that every key has more than a few surfaces.
 FILLER = ("甲乙丙", "丁戊己", "庚辛壬", "癸子丑", "寅卯辰")
 ALPHABET = "灰风小狼" + "aB" + "😀🐺𠀋\U00010400" + "\uffff\ufffe\ud83d\ude00\x00" + "\u200b"
@@ -44,25 +40,6 @@ def lexicon_with(specs: list[tuple[LexiconKey, str, list[str], TermStatus]]) -> 
         except InvalidTerm:
             continue
     return lexicon
-
-
-def reference(lexicon: DynamicLexicon, text: str, keys: tuple[LexiconKey, ...]) -> list[tuple[object, ...]]:
-    normalized = normalize_text(text)
-    found: list[tuple[object, ...]] = []
-    for key in keys:
-        for term in lexicon.terms(key):
-            if term.status is TermStatus.SUPPRESSED:
-                continue
-            for surface in (term.text, *term.aliases):
-                start = normalized.find(surface)
-                while start != -1:
-                    found.append((start, start + len(surface), str(key), term.text, surface))
-                    start = normalized.find(surface, start + 1)
-    return sorted(found)
-
-
-def observed(hits: list[KeywordHit]) -> list[tuple[object, ...]]:
-    return sorted((hit.start, hit.end, str(hit.key), hit.term, hit.surface) for hit in hits)
 
 
 @st.composite

@@ -16,18 +16,13 @@ from runtime.kernel.lexicon import (
     GLOBAL_KEY,
     DynamicLexicon,
     InvalidTerm,
-    KeywordHit,
     LexiconKey,
-    LexiconScope,
     TermStatus,
     WhitespaceSegmenter,
     normalize_text,
     score_hits,
 )
-
-GROUP = LexiconKey(LexiconScope.GROUP, "group:1")
-THREAD = LexiconKey(LexiconScope.THREAD, "th-1")
-KEYS = (GLOBAL_KEY, GROUP, THREAD)
+from tests.kernel.lexicon_reference import GROUP, KEYS, observed, reference
 
 # U+6100 and U+6161 are spelled with the same bytes as "a" and NUL in UTF-16: a matcher that ignored
 # character boundaries would find "\u6100a" inside "a\x00\u6100".
@@ -55,26 +50,6 @@ def build(specs: list[Spec]) -> DynamicLexicon:
         except InvalidTerm:
             continue
     return lexicon
-
-
-def reference(lexicon: DynamicLexicon, text: str, keys: tuple[LexiconKey, ...]) -> list[tuple[object, ...]]:
-    """Every occurrence of every surface, found with str.find over the normalised text."""
-    normalized = normalize_text(text)
-    found: list[tuple[object, ...]] = []
-    for key in keys:
-        for term in lexicon.terms(key):
-            if term.status is TermStatus.SUPPRESSED:
-                continue
-            for surface in (term.text, *term.aliases):
-                start = normalized.find(surface)
-                while start != -1:
-                    found.append((start, start + len(surface), str(key), term.text, surface))
-                    start = normalized.find(surface, start + 1)
-    return sorted(found)
-
-
-def observed(hits: list[KeywordHit]) -> list[tuple[object, ...]]:
-    return sorted((hit.start, hit.end, str(hit.key), hit.term, hit.surface) for hit in hits)
 
 
 @st.composite
