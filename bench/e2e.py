@@ -285,6 +285,7 @@ async def wait_answered(peer: OneBotPeer, tags: Addressed, within: float) -> Non
 class Counts:
     edge: int  # events the edge converted (commands included)
     kernel: int  # messages the runtime's kernel ingested
+    text: str = ""  # the whole /status answer (dispatcher waits, episodes, store...)
 
 
 async def bot_counts(peer: OneBotPeer) -> Counts:
@@ -300,7 +301,7 @@ async def bot_counts(peer: OneBotPeer) -> Counts:
     edge, kernel = _COUNTED.search(text), _INGESTED.search(text)
     if edge is None or kernel is None:
         raise RuntimeError(f"unreadable /status: {text!r}")
-    return Counts(int(edge.group(1)), int(kernel.group(1)))
+    return Counts(int(edge.group(1)), int(kernel.group(1)), text)
 
 
 # ------------------------------------------------------------------------------------- phases
@@ -440,6 +441,8 @@ async def memory_phase(
         f"(kernel ingested {counts.kernel:,}; edge counted {counts.edge:,} of {edge_expected:,} "
         f"events incl. {asks} /status)"
     )
+    print("  the bot's own /status at the end (where queued work waited):")
+    print("\n".join(f"    | {line}" for line in counts.text.splitlines()))
     if len(curve) >= 4:
         half = curve[len(curve) // 2 :]
         slope = (half[-1][1] - half[0][1]) / max(1, half[-1][0] - half[0][0]) * 1_000_000
