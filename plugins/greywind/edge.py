@@ -36,6 +36,7 @@ from plugins.greywind.commands import (
 from plugins.greywind.convert import AddressingRules, convert_message, convert_poke
 from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError, DispatcherStatistics, Job
 from plugins.greywind.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, current_factory
+from plugins.greywind.looplag import LoopLagMonitor, LoopLagStatistics
 from plugins.greywind.notices import apply_to_gates, interpret_notice
 from plugins.greywind.onebot_guard import FrameGuardStatistics
 from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
@@ -83,6 +84,7 @@ class EdgeStatistics:
     dispatcher: DispatcherStatistics
     outbound: OutboundStatistics
     frames: FrameGuardStatistics | None
+    loop_lag: LoopLagStatistics
 
 
 class Edge:
@@ -120,6 +122,7 @@ class Edge:
             shadow_mode=self.shadow_mode,
         )
         self.dispatcher = Dispatcher(workers=config.bot.max_inflight)
+        self.loop_lag = LoopLagMonitor()
         self.context = EdgeContext(
             config=config,
             config_path=config_path,
@@ -152,6 +155,7 @@ class Edge:
         await task_group.__aenter__()
         self._task_group = task_group
         self.dispatcher.start(task_group)
+        task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
         await self.gateway.start(_LocalFailures(task_group))  # type: ignore[arg-type]
         log.info("edge_started", shadow_mode=self.shadow_mode, data_dir=str(self.context.data_dir))
 
@@ -331,6 +335,7 @@ class Edge:
             dispatcher=self.dispatcher.statistics(),
             outbound=self.outbound.statistics(),
             frames=self._frames() if self._frames is not None else None,
+            loop_lag=self.loop_lag.statistics(),
         )
 
     def status_text(self) -> str:
@@ -350,6 +355,11 @@ class Edge:
                 f"事件积压 {frames.backlog}（最多 {frames.max_backlog}），因积压丢弃 {frames.dropped}，"
                 f"非 JSON 帧 {frames.not_json}"
             )
+        lag = stats.loop_lag
+        lines.append(
+            f"事件循环延迟 p50 {lag.p50_ms:.0f} ms p95 {lag.p95_ms:.0f} ms，最长 {lag.max_ms:.0f} ms"
+            f"（启动以来 {lag.worst_ms:.0f} ms）"
+        )
         closed = self.gates.closed(self.clock())
         if closed:
             lines.append("不发言：" + "，".join(f"{chat}（{v.reason}）" for chat, v in closed.items()))

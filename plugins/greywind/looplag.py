@@ -1,0 +1,67 @@
+"""How long the event loop was held: a task that asks to wake every ``interval`` seconds and notes how
+late it woke.
+
+Every chat shares one event loop. Synchronous work that holds it (a long save, a housekeeping pass,
+a garbage-collector pause) delays every message of every chat by as long, and shows nowhere else:
+frames pile up before the dispatcher, whose own queue waits stay at zero. The lateness of a timer
+is that delay, measured from inside the loop; ``/status`` shows its recent percentiles and the worst.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+
+__all__ = ["LoopLagMonitor", "LoopLagStatistics"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoopLagStatistics:
+    samples: int  # wake-ups kept (the most recent ``keep``)
+    p50_ms: float
+    p95_ms: float
+    max_ms: float  # the worst of the kept samples
+    worst_ms: float  # the worst since start
+
+
+class LoopLagMonitor:
+    def __init__(
+        self,
+        *,
+        interval: float = 0.25,
+        keep: int = 1_200,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if interval <= 0 or keep < 1:
+            raise ValueError("a loop-lag monitor needs a positive interval and at least one sample")
+        self._interval = interval
+        self._clock = clock
+        self._lags: deque[float] = deque(maxlen=keep)  # seconds late, most recent last
+        self._worst = 0.0
+
+    async def run(self) -> None:
+        """Wake every ``interval`` until cancelled, noting how late each wake-up came."""
+        interval, clock = self._interval, self._clock
+        while True:
+            asked = clock()
+            await anyio.sleep(interval)
+            self.note(clock() - asked - interval)
+
+    def note(self, lag: float) -> None:
+        lag = max(0.0, lag)
+        self._lags.append(lag)
+        self._worst = max(self._worst, lag)
+
+    def statistics(self) -> LoopLagStatistics:
+        ordered = sorted(self._lags)
+        if not ordered:
+            return LoopLagStatistics(0, 0.0, 0.0, 0.0, 0.0)
+
+        def at(q: float) -> float:
+            return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
+
+        return LoopLagStatistics(len(ordered), at(0.50), at(0.95), ordered[-1] * 1000, self._worst * 1000)

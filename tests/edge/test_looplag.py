@@ -1,0 +1,43 @@
+"""The loop-lag monitor: synchronous work that holds the event loop shows as lateness."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from plugins.greywind.looplag import LoopLagMonitor
+
+
+@pytest.mark.anyio
+async def test_a_held_loop_shows_as_lag_and_a_free_one_does_not() -> None:
+    monitor = LoopLagMonitor(interval=0.02)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(monitor.run)
+        await anyio.sleep(0.2)
+        free = monitor.statistics()
+        time.sleep(0.3)  # noqa: ASYNC251 -- the point: what a long synchronous save does to every chat
+        await anyio.sleep(0.1)
+        tg.cancel_scope.cancel()
+    held = monitor.statistics()
+    assert free.samples >= 3
+    assert free.max_ms < 150
+    assert held.max_ms >= 250
+    assert held.worst_ms == held.max_ms
+
+
+def test_percentiles_come_from_the_recent_samples_and_the_worst_is_kept() -> None:
+    monitor = LoopLagMonitor(keep=4)
+    for lag in (0.5, 0.001, 0.002, 0.003, 0.004, -0.001):
+        monitor.note(lag)
+    stats = monitor.statistics()
+    assert stats.samples == 4
+    assert stats.max_ms == pytest.approx(4.0)
+    assert stats.worst_ms == pytest.approx(500.0)
+    assert stats.p50_ms == pytest.approx(3.0)
+
+
+def test_an_unusable_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match="positive interval"):
+        LoopLagMonitor(interval=0)
