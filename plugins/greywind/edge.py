@@ -36,7 +36,7 @@ from plugins.greywind.commands import (
 from plugins.greywind.convert import AddressingRules, convert_message, convert_poke
 from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError, DispatcherStatistics, Job
 from plugins.greywind.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, current_factory
-from plugins.greywind.looplag import LoopLagMonitor, LoopLagStatistics
+from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagStatistics
 from plugins.greywind.notices import apply_to_gates, interpret_notice
 from plugins.greywind.onebot_guard import FrameGuardStatistics
 from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
@@ -123,6 +123,7 @@ class Edge:
         )
         self.dispatcher = Dispatcher(workers=config.bot.max_inflight)
         self.loop_lag = LoopLagMonitor()
+        self.collector = CollectorPauses()
         self.context = EdgeContext(
             config=config,
             config_path=config_path,
@@ -156,12 +157,14 @@ class Edge:
         self._task_group = task_group
         self.dispatcher.start(task_group)
         task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
+        self.collector.install()
         await self.gateway.start(_LocalFailures(task_group))  # type: ignore[arg-type]
         log.info("edge_started", shadow_mode=self.shadow_mode, data_dir=str(self.context.data_dir))
 
     async def stop(self) -> None:
         """Stop taking messages, let queued ones finish (briefly), stop the gateway, end the task group."""
         self.dispatcher.close()
+        self.collector.uninstall()
         with anyio.move_on_after(self._stop_grace):
             await self.dispatcher.wait_idle()
         try:
@@ -358,7 +361,8 @@ class Edge:
         lag = stats.loop_lag
         lines.append(
             f"事件循环延迟 p50 {lag.p50_ms:.0f} ms p95 {lag.p95_ms:.0f} ms，最长 {lag.max_ms:.0f} ms"
-            f"（启动以来 {lag.worst_ms:.0f} ms）"
+            f"（启动以来 {lag.worst_ms:.0f} ms）；完整垃圾回收 {self.collector.full} 次，"
+            f"最长 {self.collector.longest_ms:.0f} ms"
         )
         closed = self.gates.closed(self.clock())
         if closed:

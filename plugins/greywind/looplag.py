@@ -5,10 +5,14 @@ Every chat shares one event loop. Synchronous work that holds it (a long save, a
 a garbage-collector pause) delays every message of every chat by as long, and shows nowhere else:
 frames pile up before the dispatcher, whose own queue waits stay at zero. The lateness of a timer
 is that delay, measured from inside the loop; ``/status`` shows its recent percentiles and the worst.
+
+One known holder is timed on its own: :class:`CollectorPauses` notes each full (oldest-generation)
+garbage collection, so a long lag can be told apart from one.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import deque
 from collections.abc import Callable
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 
 import anyio
 
-__all__ = ["LoopLagMonitor", "LoopLagStatistics"]
+__all__ = ["CollectorPauses", "LoopLagMonitor", "LoopLagStatistics"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +69,35 @@ class LoopLagMonitor:
             return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
 
         return LoopLagStatistics(len(ordered), at(0.50), at(0.95), ordered[-1] * 1000, self._worst * 1000)
+
+
+class CollectorPauses:
+    """Full garbage collections (generation 2) since :meth:`install`: how many, and the longest.
+
+    Such a collection walks every tracked object the process holds, with the loop stopped; at the
+    scale of a busy bot's state it can take hundreds of milliseconds.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self._started: float | None = None
+        self.full = 0
+        self.longest_ms = 0.0
+
+    def install(self) -> None:
+        if self._callback not in gc.callbacks:
+            gc.callbacks.append(self._callback)
+
+    def uninstall(self) -> None:
+        if self._callback in gc.callbacks:
+            gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._started = self._clock()
+        elif self._started is not None:
+            self.full += 1
+            self.longest_ms = max(self.longest_ms, (self._clock() - self._started) * 1000)
+            self._started = None

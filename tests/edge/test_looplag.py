@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import time
 
 import anyio
 import pytest
 
-from plugins.greywind.looplag import LoopLagMonitor
+from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor
 
 
 @pytest.mark.anyio
@@ -41,3 +42,18 @@ def test_percentiles_come_from_the_recent_samples_and_the_worst_is_kept() -> Non
 def test_an_unusable_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="positive interval"):
         LoopLagMonitor(interval=0)
+
+
+def test_full_collections_are_counted_and_timed() -> None:
+    pauses = CollectorPauses()
+    pauses.install()
+    try:
+        gc.collect(1)  # a young collection is not counted
+        assert pauses.full == 0
+        gc.collect()
+        gc.collect()
+    finally:
+        pauses.uninstall()
+    gc.collect()  # after uninstall: not seen
+    assert pauses.full == 2
+    assert pauses.longest_ms > 0.0
