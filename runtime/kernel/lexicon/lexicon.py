@@ -28,18 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
-from typing import TypeVar
 
-import ahocorasick
-
-from runtime.kernel.lexicon._scan import (
-    char_hits,
-    char_spans,
-    few_hits,
-    few_spans,
-    unit_hits,
-    unit_spans,
-)
+from runtime.kernel.lexicon._scan import Found, char_found, few_found, unit_found
 from runtime.kernel.lexicon._store import (
     Entry,
     EvictionQueue,
@@ -78,10 +68,9 @@ from runtime.kernel.lexicon.terms import (
 
 Disposer = Callable[[], bool]
 _SPAN = itemgetter(3, 4)  # KeywordHit (start, end)
-_T = TypeVar("_T")
-_S = TypeVar("_S")
-# One way of scanning a key: (key, what to scan with, the text in that scan's form, out list).
-_Scan = Callable[[LexiconKey, _S, str, list[_T]], None]
+# tuple.__new__ skips the NamedTuple's Python-level __new__: half the cost of a hit.
+_new_hit: Callable[[type[KeywordHit], tuple[LexiconKey, str, str, int, int, float, float]], KeywordHit]
+_new_hit = tuple.__new__
 LEARNED = "learned"
 _MAX_PLANS = 16_384  # keys tuples remembered; past it the cache starts over
 
@@ -276,7 +265,13 @@ class DynamicLexicon:
         Sorted by start, then end, then the order of ``keys``; offsets index ``normalize_text(text)``.
         """
         hits: list[KeywordHit] = []
-        self._scan(text, keys, hits, few_hits, unit_hits, char_hits)
+        for key, found in self._scan(text, keys):
+            hits.extend(
+                [
+                    _new_hit(KeywordHit, (key, e.text, surface, start, end, e.weight, e.confidence))
+                    for start, end, surface, e in found
+                ]
+            )
         # Stable: at one (start, end) the hits stay in the order of the keys.
         if len(hits) > 1:
             hits.sort(key=_SPAN)
@@ -286,40 +281,38 @@ class DynamicLexicon:
         """The keyword score of ``text`` in [0, 1] (rules in :mod:`.scoring`): that of its hits,
         computed from the spans alone (no KeywordHit is built)."""
         spans: list[Ordered] = []
-        self._scan(text, keys, spans, few_spans, unit_spans, char_spans)
+        for _key, found in self._scan(text, keys):
+            spans.extend([(start, -end, -e.weight * e.confidence, e.text) for start, end, _s, e in found])
         return score_ordered(spans)
 
-    def _scan(
-        self,
-        text: str,
-        keys: Iterable[LexiconKey],
-        out: list[_T],
-        few: _Scan[tuple[tuple[str, Entry], ...], _T],
-        units: _Scan[ahocorasick.Automaton, _T],
-        chars: _Scan[ahocorasick.Automaton, _T],
-    ) -> None:
-        """Append to ``out`` what ``few``/``units``/``chars`` make of each key's occurrences in
-        ``text``, key after key in the order given; stale keys are rebuilt first."""
+    def _scan(self, text: str, keys: Iterable[LexiconKey]) -> list[tuple[LexiconKey, list[Found]]]:
+        """Each key's occurrences in ``text``, key after key in the order given (keys without one
+        left out); stale keys are rebuilt first."""
         plan = self._plan(keys)
         if not plan:
-            return
+            return []
         normalized = self._folder.fold(text)
         encoded = ""
         scan_chars = False
         self._matches += len(plan)
+        out: list[tuple[LexiconKey, list[Found]]] = []
         for key, store in plan:
             if store.stale:
                 self._rebuilds += 1
                 store.automaton()
+            found: list[Found] = []
             if store.few is not None:
-                few(key, store.few, normalized, out)
-                continue
-            if not encoded:
-                encoded, scan_chars = encode_flat(normalized)
-            if store.built is not None:
-                units(key, store.built, encoded, out)
-            if scan_chars and store.astral is not None:
-                chars(key, store.astral, normalized, out)
+                few_found(store.few, normalized, found)
+            else:
+                if not encoded:
+                    encoded, scan_chars = encode_flat(normalized)
+                if store.built is not None:
+                    unit_found(store.built, encoded, found)
+                if scan_chars and store.astral is not None:
+                    char_found(store.astral, normalized, found)
+            if found:
+                out.append((key, found))
+        return out
 
     def _plan(self, keys: Iterable[LexiconKey]) -> tuple[tuple[LexiconKey, KeyTerms], ...]:
         """The distinct keys that hold terms, with their stores, in the order given.
