@@ -37,6 +37,7 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._measure import percentile  # noqa: E402
 from runtime.config import parse_config  # noqa: E402
 from runtime.context import ChatInfo, RetrievalQuery, context_runtime  # noqa: E402
 from runtime.kernel.message import ChatKind, ChatMessage  # noqa: E402
@@ -91,11 +92,6 @@ def _load_lexicon_bench() -> ModuleType:
     sys.modules["bench_lexicon"] = module
     spec.loader.exec_module(module)
     return module
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def row(name: str, times: Sequence[float]) -> str:

@@ -56,7 +56,6 @@ import os
 import random
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,6 +69,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._measure import describe, rss_mb  # noqa: E402
 from tests.e2e.bot_process import BotProcess  # noqa: E402
 from tests.e2e.onebot_peer import OneBotPeer  # noqa: E402
 from tests.support import onebot_events as ob  # noqa: E402
@@ -192,32 +192,10 @@ class ModelProcess:
 # ------------------------------------------------------------------------------------- measuring
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time the process has used (``/proc/<pid>/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def describe(name: str, values: list[float], wanted: int) -> str:
-    if not values:
-        return f"  {name}: no samples (0/{wanted})"
-    return (
-        f"  {name}: n={len(values)}/{wanted}  p50 {statistics.median(values):.1f} ms  "
-        f"p95 {percentile(values, 0.95):.1f} ms  p99 {percentile(values, 0.99):.1f} ms  "
-        f"max {max(values):.1f} ms"
-    )
 
 
 @dataclass
@@ -343,17 +321,20 @@ async def latency_phase(args: argparse.Namespace, peer: OneBotPeer, model: Model
         f"latency phase: {args.groups} groups, {posted:,} messages ({tags.count} @) in {elapsed:.1f} s "
         f"= {posted / elapsed:,.0f} msg/s, {tags.count / elapsed:.1f} @/s"
     )
-    print(describe("receipt -> model request", to_model, tags.count))
-    print(describe("model answer -> send call", to_send, tags.count))
+    print("  " + describe("receipt -> model request", to_model, tags.count))
+    print("  " + describe("model answer -> send call", to_send, tags.count))
     # A group's first @ opens its first session (and a memory compression); the rest reuse it.
     firsts = tags.first_in_group
     later = set(tags.posted) - firsts
     print(
-        describe(
+        "  "
+        + describe(
             "receipt -> model request, a group's first @", spans(tags, peer, model, firsts)[0], len(firsts)
         )
     )
-    print(describe("receipt -> model request, later @s", spans(tags, peer, model, later)[0], len(later)))
+    print(
+        "  " + describe("receipt -> model request, later @s", spans(tags, peer, model, later)[0], len(later))
+    )
     print(
         f"  bot CPU: {cpu:.1f} s, {cpu / elapsed:.0%} of one core, {cpu / posted * 1000:.2f} ms per message"
     )
@@ -425,8 +406,8 @@ async def memory_phase(
     )
     await wait_answered(peer, tags, within=30)
     to_model, to_send, fate = spans(tags, peer, model, only=probes)
-    print(describe("probe receipt -> model request", to_model, len(probes)))
-    print(describe("probe model answer -> send call", to_send, len(probes)))
+    print("  " + describe("probe receipt -> model request", to_model, len(probes)))
+    print("  " + describe("probe model answer -> send call", to_send, len(probes)))
     print(f"  probes lost: {len(probes) - fate['answered']} of {len(probes)}")
     records = model.records()
     unprompted = sum(1 for line in records if line["tools"] and line["tag"] is None)

@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import random
 import re
-import statistics
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._measure import describe, rss_mb  # noqa: E402
 from tests.e2e.bot_process import BotProcess  # noqa: E402
 from tests.e2e.onebot_peer import OneBotPeer  # noqa: E402
 from tests.support import onebot_events as ob  # noqa: E402
@@ -73,27 +73,6 @@ SCRIPT = {
     "default": {"tool_calls": [{"name": "observe", "arguments": {"reason": "bench"}}]},
 }
 _PROBE = re.compile(r"〈(p\d+)〉")
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def describe(name: str, values: list[float], wanted: int) -> str:
-    if not values:
-        return f"{name}: no samples (0/{wanted})"
-    return (
-        f"{name}: n={len(values)}/{wanted}  p50 {statistics.median(values):.1f} ms  "
-        f"p95 {percentile(values, 0.95):.1f} ms  max {max(values):.1f} ms"
-    )
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -38,6 +38,7 @@ nonebot.load_plugin("plugins.greywind")
 from anyio.abc import TaskGroup  # noqa: E402
 from nonebot.adapters.onebot.v11 import Adapter, MessageEvent  # noqa: E402
 
+from bench._measure import rss_mb  # noqa: E402
 from plugins.greywind.commands import RuntimeControl  # noqa: E402
 from plugins.greywind.edge import Edge  # noqa: E402
 from plugins.greywind.gateway import EdgeContext, EdgeControl  # noqa: E402
@@ -57,13 +58,6 @@ CHATTER = [
     "好的收到",
     "周末去爬山吧",
 ]
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 class FakeBot:

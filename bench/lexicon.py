@@ -51,6 +51,7 @@ import ahocorasick
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._measure import rss_mb
 from runtime.kernel.lexicon import (
     GLOBAL_KEY,
     DynamicLexicon,
@@ -284,15 +285,6 @@ def bench_matching(corpus: Corpus, messages: list[str], runs: int) -> None:
     print(
         f"   DynamicLexicon.score               {score_us:10.2f} µs/msg   {naive_us / score_us:6.0f}x naive"
     )
-
-
-def rss_mb() -> float:
-    """The process's resident memory now (Linux /proc), in MB."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def bench_scale(corpus: Corpus, messages: list[str], runs: int, *, trace: bool) -> DynamicLexicon:

@@ -43,6 +43,7 @@ import nonebot  # noqa: E402
 nonebot.init(driver="~none")
 nonebot.load_plugin("plugins.greywind")
 
+from bench._measure import rss_mb  # noqa: E402
 from plugins.greywind.gateway import EdgeContext  # noqa: E402
 from plugins.greywind.outbound import ChatGates, Outbound, TokenBucket  # noqa: E402
 from runtime.app import Runtime  # noqa: E402
@@ -61,14 +62,6 @@ CHATTER = [
     "这个好看",
     "晚上吃什么",
 ]
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def soak(args: argparse.Namespace) -> None:

@@ -31,6 +31,7 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._measure import percentile  # noqa: E402
 from runtime.store.records import StoredMessage  # noqa: E402
 from runtime.store.sqlite import DB_FILENAME, SqliteStore  # noqa: E402
 from runtime.store.text import index_text, warm_up  # noqa: E402
@@ -51,11 +52,6 @@ lexbench = _load_lexicon_bench()
 
 
 _GLUED = re.compile(r"[\u4e00-\u9fff]{1,2}[A-Za-z0-9]+[\u4e00-\u9fff]{0,2}")
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def make_messages(n: int, groups: int, seed: int) -> list[StoredMessage]:
