@@ -49,7 +49,10 @@ from runtime.kernel.message import ChatKind, ChatMessage
 from runtime.kernel.settings import KernelSettings
 from runtime.kernel.threads import ThreadSettings, ThreadTracker
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "disentangle"
+DATA_ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "disentangle"
+# The data folder holds the dev split, the train split and new-domains side by side: the dev split is
+# what the figures are tuned and reported on unless --data names another folder.
+DEFAULT_DATA = DATA_ROOT / "dev"
 FIRST_SCORED = 1000
 
 _MESSAGE = re.compile(r"^\[(\d\d):(\d\d)\] <([^>]+)> ?(.*)$")
