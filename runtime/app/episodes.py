@@ -37,7 +37,7 @@ from runtime.episodes.persist import to_store_record, tool_call_records
 from runtime.kernel.errors import KernelError
 from runtime.kernel.events import BotEvent, EventState
 from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
-from runtime.kernel.outcomes import Activation, ActivationOutcome
+from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
 from runtime.store.kernel_state import chat_message
 from runtime.store.records import SpeechRecord, StoredMessage
 
@@ -112,6 +112,22 @@ class EpisodeDriver:
             reason=activation.reason,
         )
 
+    def note_arrival(self, result: IngestResult) -> None:
+        """A message the kernel dropped on arrival (a forced one past the forced budget) is logged."""
+        event = result.event
+        forced = event.payload.get("forced") is True
+        if forced and result.action is IngestAction.RECORDED and event.state is EventState.SKIPPED:
+            log.info(
+                "activation_dropped",
+                chat_id=event.chat_id,
+                event_id=event.id,
+                kind=event.kind,
+                message_id=result.message.message_id,
+                forced=True,
+                outcome="budget_blocked",
+                reason=result.reason,
+            )
+
     def settle_unrun(self, activation: Activation, reason: str) -> None:
         self._finish(activation.event, EventState.SKIPPED, reason)
 
@@ -183,6 +199,15 @@ class EpisodeDriver:
             if expired is not None:
                 rt.loop_spawn(self._store_episode(expired, None))
         self._finish(event, EventState.SKIPPED, f"budget: {verdict.reason}")
+        log.info(
+            "activation_dropped",
+            chat_id=event.chat_id,
+            event_id=event.id,
+            kind=event.kind,
+            forced=forced,
+            outcome="budget_blocked",
+            reason=f"budget: {verdict.reason}",
+        )
         return False
 
     def _gate_closed(self, event: BotEvent) -> bool:

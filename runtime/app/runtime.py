@@ -295,6 +295,7 @@ class Runtime:
         if message.from_self:
             return
         self.why.note(result)
+        self.driver.note_arrival(result)
         self.activity.note(message)
         self.room.note_message(message, thread_id, message.time)
         if message.text:

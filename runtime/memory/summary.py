@@ -21,11 +21,14 @@ the time of the newest message the summary has folded in, so the next compressio
 came after it (even across a restart).
 
 A model's answer is untrusted text: :func:`parse_summary_answer` accepts a bare body or a whole
-document, inside a code fence or prose, coerces a lone string to a one-item list, drops empty items and
-duplicates, clips overlong items, and raises :class:`InvalidSummaryError` when no JSON object with at
-least the summary's shape is there. :func:`trim_summary` keeps the rendered memory layer within a token
-budget by dropping items from the lowest-priority section first — the same order the PromptAssembler
-trims in, measured with the same rendering.
+document (also under a wrapping key, or beside other keys), inside a code fence or prose, ignores keys
+the schema does not know, drops a section it cannot read and keeps the others, coerces a lone string to
+a one-item list, drops empty items and duplicates, clips overlong items, and raises
+:class:`InvalidSummaryError` only when no readable section is there at all. A refused answer is retried
+with backoff, holding the conversation's later compressions back, so refusing is kept for nothing usable.
+:func:`trim_summary` keeps the rendered memory layer within a token budget by dropping items from the
+lowest-priority section first — the same order the PromptAssembler trims in, measured with the same
+rendering.
 """
 
 from __future__ import annotations
@@ -110,7 +113,8 @@ class UserPreferences(_Model):
         for key, value in list(data.items())[:_MAX_PREFERENCES]:
             if value is None or isinstance(value, Mapping):
                 continue
-            text = "、".join(_string_list(value)) if isinstance(value, list | tuple) else _clip(str(value))
+            joined = "、".join(_string_list(value)) if isinstance(value, list | tuple) else str(value)
+            text = _clip(joined)  # clipped once joined: the stored form reads back the same
             name = str(key).strip()[:64]
             if name and text:
                 kept[name] = text
@@ -212,10 +216,13 @@ def iso_time(seconds: float, utc_offset_hours: float = 8.0) -> str:
 # --------------------------------------------------------------------------- parsing model answers
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_DECODER = json.JSONDecoder()
+# How deep a body may sit inside wrappers ({"summary": ...}, {"compressed": {"summary": ...}}).
+_MAX_DEPTH = 3
 
 
 def _json_objects(text: str) -> list[Any]:
-    """Every JSON object found in ``text``: fenced blocks first, then the outermost braces."""
+    """Every JSON object found in ``text``: fenced blocks first, then each object standing in the prose."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)]
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
@@ -226,28 +233,91 @@ def _json_objects(text: str) -> list[Any]:
             found.append(json.loads(candidate))
         except json.JSONDecodeError:
             continue
+    at = text.find("{")
+    while at != -1:  # prose with several objects (an example, then the answer): each one on its own
+        try:
+            obj, stop = _DECODER.raw_decode(text, at)
+        except json.JSONDecodeError:
+            at = text.find("{", at + 1)
+            continue
+        found.append(obj)
+        at = text.find("{", stop)
     return [obj for obj in found if isinstance(obj, dict)]
 
 
+def _bodies(obj: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
+    """The candidate bodies in ``obj``: the object itself when it holds a section, and what its keys wrap.
+
+    The seed's document (``{"version": ..., "summary": {...}}``), a bare body, and a body beside or
+    under keys the schema does not know are all the summary's shape.
+    """
+    found: list[Mapping[str, Any]] = []
+    if set(obj) & set(SUMMARY_SECTIONS):
+        found.append(obj)
+    if depth < _MAX_DEPTH:
+        wrapped = obj.get("summary")
+        inner = [wrapped] if isinstance(wrapped, Mapping) else []
+        inner += [v for k, v in obj.items() if k != "summary" and k not in SUMMARY_SECTIONS]
+        for value in inner:
+            if isinstance(value, Mapping):
+                found.extend(_bodies(value, depth + 1))
+    if depth == 0 and isinstance(obj.get("summary"), Mapping):
+        found.sort(key=lambda body: body is obj)  # the document's own body before a bare look-alike
+    return found
+
+
+def _validate(body: Mapping[str, Any]) -> tuple[SummaryBody, list[str]]:
+    """``body``'s known sections, each validated on its own: one malformed section does not cost the rest."""
+    kept: dict[str, Any] = {}
+    problems: list[str] = []
+    for name in SUMMARY_SECTIONS:
+        if name not in body:
+            continue
+        try:
+            SummaryBody.model_validate({name: body[name]})
+        except ValidationError as exc:
+            problems.append(f"{name}: {exc.errors()[0]['msg']}")
+            continue
+        kept[name] = body[name]
+    return SummaryBody.model_validate(kept), problems
+
+
 def parse_summary_answer(text: str) -> SummaryBody:
-    """The summary body in a compression model's answer; :class:`InvalidSummaryError` if there is none."""
+    """The summary body in a compression model's answer; :class:`InvalidSummaryError` if there is none.
+
+    Unknown keys are ignored, at the top and inside the body; a section whose value cannot be read is
+    dropped and the others kept. Only an answer with no readable section anywhere is refused.
+    """
     if not text or not text.strip():
         raise InvalidSummaryError("the compression model answered nothing")
     objects = _json_objects(text)
     if not objects:
         raise InvalidSummaryError(f"no JSON object in the answer: {text[:120]!r}")
     problems: list[str] = []
+    best: tuple[int, SummaryBody] | None = None
     for obj in objects:
-        body = obj.get("summary", obj)
-        if not isinstance(body, dict) or not set(body) & set(SUMMARY_SECTIONS):
-            problems.append("no summary section in the object")
-            continue
-        unknown = set(body) - set(SUMMARY_SECTIONS)
-        try:
-            return SummaryBody.model_validate({k: v for k, v in body.items() if k not in unknown})
-        except ValidationError as exc:
-            problems.append(str(exc.errors()[0]["msg"]))
-    raise InvalidSummaryError("; ".join(problems))
+        for body in _bodies(obj):
+            parsed, bad = _validate(body)
+            if len(bad) == len(set(body) & set(SUMMARY_SECTIONS)):
+                problems.extend(bad)
+                continue
+            # An answer may quote the format before giving itself: the fullest body is the answer.
+            filled = sum(1 for name in SUMMARY_SECTIONS if _filled(parsed, name))
+            if best is None or filled > best[0]:
+                best = (filled, parsed)
+    if best is not None:
+        return best[1]
+    if not problems:
+        problems.append("no summary section in the answer")
+    raise InvalidSummaryError("; ".join(dict.fromkeys(problems)))
+
+
+def _filled(body: SummaryBody, name: str) -> bool:
+    if name == "user_preferences":
+        return bool(body.user_preferences.items())
+    if name == "emotional_signals":
+        return bool(body.emotional_signals.last_mood)
+    return bool(getattr(body, name))
 
 
 # --------------------------------------------------------------------------- the memory layer
