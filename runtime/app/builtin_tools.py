@@ -2,8 +2,11 @@
 
 * ``memory_search(query)`` — long-term memories this chat may see (the chat's own, the persona's,
   the user's in their private chat) and this chat's own past messages. Never another chat's.
-* ``remember(content, scope)`` — keep a fact: ``chat`` (this chat only) or ``user`` (the person
-  talking, seen only in their private chat with the bot).
+* ``remember(content, scope, message_id)`` — keep a fact taken from one message the episode has seen
+  (``message_id``; by default the newest, which in a resumed episode may be another member's): ``chat``
+  (this chat only) or ``user`` (seen only in a private chat with the bot). Every memory records its
+  source message and that message's speaker, and a ``user`` memory is filed under that speaker — never
+  under whoever the episode began for: what one member says cannot become another member's memory.
 * ``schedule_message(text, delay_minutes)`` — a reminder for the chat that asked, and only that chat
   (the tool takes no chat argument). It is a kernel activation of kind ``reminder`` carrying the text,
   saved with the kernel's events, so it fires after a restart; when due, the text is sent as it is.
@@ -44,9 +47,15 @@ class SearchArgs(BaseModel):
 class RememberArgs(BaseModel):
     content: str = Field(min_length=1, max_length=500, description="要记住的事实，一句话")
     scope: Literal["chat", "user"] = Field(
-        default="chat", description="chat：记在这个聊天里；user：记在说话的这个人身上（只在私聊可见）"
+        default="chat", description="chat：记在这个聊天里；user：记在说这条消息的人身上（只在私聊可见）"
     )
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    message_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="这条事实出自哪条消息（消息后面 # 号的编号）；不填就是你看到的最新一条。"
+        "user 记在这条消息的发言人身上",
+    )
 
 
 class ScheduleArgs(BaseModel):
@@ -81,10 +90,18 @@ def register_builtin_tools(rt: Runtime) -> None:
         return "\n".join(lines) if lines else "没有找到相关的记忆或消息。"
 
     async def remember(args: RememberArgs, ctx: ToolContext) -> str:
+        heard = dict(ctx.heard)
+        if args.message_id is not None:
+            source = args.message_id.strip().lstrip("#")
+            if source not in heard:
+                return f"没见过编号为 {source} 的消息：只能记这次对话里看到的消息说的事。"
+        else:
+            source = ctx.heard[-1][0] if ctx.heard else None
+        speaker = heard.get(source) if source is not None else None
         if args.scope == "user":
-            if not ctx.user_id:
-                return "现在不知道是谁在说话，记在这个聊天里更合适。"
-            scope_type, scope_id = ScopeType.USER, ctx.user_id
+            if speaker is None:
+                return "不知道这是谁说的，记在这个聊天里更合适。"
+            scope_type, scope_id = ScopeType.USER, speaker
         else:
             scope_type, scope_id = ScopeType.CHAT, ctx.chat_id
         memory = Memory(
@@ -97,9 +114,12 @@ def register_builtin_tools(rt: Runtime) -> None:
             created_at=ctx.now,
             updated_at=ctx.now,
             extra={"source_chat": ctx.chat_id, "episode_id": ctx.episode_id},
+            source_message_id=source,
+            source_speaker_id=speaker,
         )
         await store.upsert_memory(memory)
-        return f"记住了（{'这个聊天' if args.scope == 'chat' else '关于这个人'}）：{memory.content}"
+        whom = "这个聊天" if args.scope == "chat" else f"关于 {speaker}（消息 {source} 的发言人）"
+        return f"记住了（{whom}）：{memory.content}"
 
     def schedule_message(args: ScheduleArgs, ctx: ToolContext) -> str:
         seconds = args.delay_minutes * 60
@@ -142,7 +162,7 @@ def register_builtin_tools(rt: Runtime) -> None:
         ),
         ToolSpec(
             "remember",
-            "记住一条以后有用的事实（本聊天，或说话的这个人）。",
+            "记住某条消息里以后有用的事实（记在本聊天，或记在说这条消息的人身上）。",
             remember,
             args_model=RememberArgs,
             side_effect=True,

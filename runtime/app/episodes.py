@@ -31,7 +31,7 @@ from structlog.contextvars import bound_contextvars
 
 from runtime.app.reasoner import ModelReasoner
 from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
-from runtime.episodes import RESUME_KIND, Episode, OutcomeKind, episode_id_of, run_episode
+from runtime.episodes import RESUME_KIND, Episode, Heard, OutcomeKind, episode_id_of, run_episode
 from runtime.episodes.actions import ToolCall
 from runtime.episodes.persist import to_store_record, tool_call_records
 from runtime.kernel.errors import KernelError
@@ -325,6 +325,7 @@ class EpisodeDriver:
                 event_id=event.id,
                 thread_id=event.thread_id,
                 user_id=trigger.sender_id if trigger is not None else None,
+                heard=(Heard(trigger.message_id, trigger.sender_id),) if trigger is not None else (),
             )
         await self._run_model(event, episode, trigger, cue, reason, forced)
 

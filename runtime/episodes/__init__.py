@@ -43,11 +43,12 @@ from runtime.episodes.control_tools import (
     action_from_tool_call,
     episode_messages,
 )
-from runtime.episodes.episode import TRANSITIONS, Episode, EpisodeStatus, EpisodeStep, Observation
+from runtime.episodes.episode import TRANSITIONS, Episode, EpisodeStatus, EpisodeStep, Heard, Observation
 from runtime.episodes.loop import (
     EpisodeOutcome,
     OutcomeKind,
     ToolBox,
+    heard_from_messages,
     observation_from_messages,
     resume,
     run_episode,
@@ -69,6 +70,7 @@ __all__ = [
     "EpisodeStatus",
     "EpisodeStep",
     "Expire",
+    "Heard",
     "Malformed",
     "Observation",
     "Observe",
@@ -87,6 +89,7 @@ __all__ = [
     "action_from_tool_call",
     "episode_id_of",
     "episode_messages",
+    "heard_from_messages",
     "observation_from_messages",
     "parse_action",
     "resume",

@@ -84,6 +84,18 @@ class Observation:
 
 
 @dataclass(frozen=True, slots=True)
+class Heard:
+    """A chat message the episode has seen, by id, with its speaker.
+
+    What a tool files about a person is filed under the speaker of the message it came from, so a
+    tool is given these (oldest first) and never has to take the triggering user's word for it.
+    """
+
+    message_id: str
+    speaker_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class EpisodeStep:
     """One step: the action decided (``None`` for a resume step) and what it brought back.
 
@@ -130,7 +142,8 @@ class Episode:
 
     ``deadline`` bounds the current run (``time_limit`` seconds from its start); ``max_steps`` bounds
     the reasoner's steps per run. ``run`` counts resumes; ``waits`` counts how often it has waited.
-    ``reason`` says why it waits or why it ended.
+    ``reason`` says why it waits or why it ended. ``heard`` holds the messages it has seen, oldest
+    first: the one that began it, then what arrived in its thread while it waited.
     """
 
     id: str
@@ -149,17 +162,18 @@ class Episode:
     waits: int = 0
     wait_until: float | None = None
     reason: str | None = None
+    heard: tuple[Heard, ...] = ()
 
     @classmethod
     def start(cls, *, id: str, chat_id: str, now: float, max_steps: int, time_limit: float,
               event_id: str | None = None, thread_id: str | None = None,
-              user_id: str | None = None) -> Episode:
+              user_id: str | None = None, heard: tuple[Heard, ...] = ()) -> Episode:
         """A new pending episode whose first run must end ``time_limit`` seconds from ``now``."""
         if max_steps < 1 or time_limit <= 0:
             raise ValueError("an episode needs max_steps >= 1 and a positive time_limit")
         return cls(id=id, chat_id=chat_id, status=EpisodeStatus.PENDING, started_at=now, updated_at=now,
                    deadline=now + time_limit, max_steps=max_steps, time_limit=time_limit,
-                   event_id=event_id, thread_id=thread_id, user_id=user_id)
+                   event_id=event_id, thread_id=thread_id, user_id=user_id, heard=heard)
 
     @property
     def terminal(self) -> bool:
@@ -191,6 +205,7 @@ class Episode:
             "thread_id": self.thread_id, "user_id": self.user_id, "run": self.run, "waits": self.waits,
             "wait_until": self.wait_until, "reason": self.reason,
             "steps": [s.to_dict() for s in self.steps],
+            "heard": [[h.message_id, h.speaker_id] for h in self.heard],
         }
 
     @classmethod
@@ -203,4 +218,5 @@ class Episode:
             thread_id=data.get("thread_id"), user_id=data.get("user_id"), run=int(data.get("run", 0)),
             waits=int(data.get("waits", 0)), wait_until=data.get("wait_until"), reason=data.get("reason"),
             steps=tuple(EpisodeStep.from_dict(s) for s in data.get("steps", ())),
+            heard=tuple(Heard(str(m), str(u)) for m, u in data.get("heard", ())),
         )

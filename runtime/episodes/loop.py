@@ -42,7 +42,7 @@ from runtime.episodes.actions import (
     Wait,
     parse_action,
 )
-from runtime.episodes.episode import Episode, EpisodeStatus, EpisodeStep, Observation
+from runtime.episodes.episode import Episode, EpisodeStatus, EpisodeStep, Heard, Observation
 from runtime.episodes.reasoner import Reasoner
 from runtime.episodes.settings import EpisodeSettings
 from runtime.kernel.clock import Clock
@@ -53,6 +53,8 @@ from runtime.tools.spec import ToolContext, ToolResult, ToolSpec
 log = structlog.get_logger("greywind.episodes")
 
 S = EpisodeStatus
+# Messages an episode keeps in ``heard``; the oldest go first (a resume adds at most the room's news).
+MAX_HEARD = 200
 
 
 class OutcomeKind(StrEnum):
@@ -189,7 +191,8 @@ async def _call_tool(run: _Run, call: ToolCall, tools: ToolBox, settings: Episod
     ep = run.episode.transition(S.ACTING, decided)
     run.episode = ep
     context = ToolContext(chat_id=ep.chat_id, user_id=ep.user_id, thread_id=ep.thread_id,
-                          episode_id=ep.id, permissions=granted, now=decided)
+                          episode_id=ep.id, permissions=granted, now=decided,
+                          heard=tuple((h.message_id, h.speaker_id) for h in ep.heard))
     # A tool may not outlive the run: its own timeout is cut short by what is left of the deadline.
     with anyio.move_on_after(max(0.0, ep.deadline - run.clock.now())) as scope:
         result = await tools.invoke(call.name, call.args, context)
@@ -235,11 +238,13 @@ def _refuse_wait(episode: Episode, seconds: float, settings: EpisodeSettings) ->
     return None
 
 
-def resume(episode: Episode, observations: Sequence[Observation], now: float) -> Episode:
+def resume(episode: Episode, observations: Sequence[Observation], now: float,
+           heard: Sequence[Heard] = ()) -> Episode:
     """A waiting episode, ready to run again with what happened in its thread meanwhile.
 
     The new run gets a fresh deadline (``time_limit`` from ``now``) and a fresh step budget; the
-    news becomes one resume step the reasoner reads like any other observation.
+    news becomes one resume step the reasoner reads like any other observation. ``heard`` are the
+    news' messages, added to the episode's ``heard`` (the newest last).
     """
     if episode.status is not S.WAITING:
         raise IllegalTransition(f"episode {episode.id}", episode.status.value, S.PENDING.value)
@@ -248,7 +253,10 @@ def resume(episode: Episode, observations: Sequence[Observation], now: float) ->
     body = "\n".join(lines) if lines else "(nothing new happened in the thread)"
     news = Observation(source="thread", ok=True,
                        content=f"resumed after waiting {waited:.0f} s ({episode.reason or 'wait'}):\n{body}")
-    resumed = replace(episode, run=episode.run + 1, deadline=now + episode.time_limit, wait_until=None)
+    known = {h.message_id for h in episode.heard}
+    fresh = tuple(h for h in heard if h.message_id not in known)
+    resumed = replace(episode, run=episode.run + 1, deadline=now + episode.time_limit, wait_until=None,
+                      heard=(*episode.heard, *fresh)[-MAX_HEARD:])
     resumed = resumed.with_step(EpisodeStep(
         index=resumed.next_step_index(), run=resumed.run, action=None, observation=news,
         started_at=now, decided_at=now, finished_at=now,
@@ -257,6 +265,15 @@ def resume(episode: Episode, observations: Sequence[Observation], now: float) ->
 
 
 def observation_from_messages(messages: Sequence[ChatMessage]) -> Observation:
-    """The messages that arrived in a thread, as one observation (the bot's own marked as such)."""
-    lines = [f"{'(you)' if m.from_self else m.sender_name}[{m.sender_id}]: {m.text}" for m in messages]
+    """The messages that arrived in a thread, as one observation (the bot's own marked as such).
+
+    Each line carries its message id (``#id``), so the model can name the message a tool call is about.
+    """
+    lines = [f"{'(you)' if m.from_self else m.sender_name}[{m.sender_id}] #{m.message_id}: {m.text}"
+             for m in messages]
     return Observation(source="thread", ok=True, content="\n".join(lines))
+
+
+def heard_from_messages(messages: Sequence[ChatMessage]) -> tuple[Heard, ...]:
+    """The messages others said, as what an episode has heard (the bot's own are not news)."""
+    return tuple(Heard(m.message_id, m.sender_id) for m in messages if not m.from_self)

@@ -20,7 +20,7 @@ from runtime.store.records import EpisodeStep as StoredStep
 
 HEADER_KIND = "episode"
 _HEADER_FIELDS = ("updated_at", "deadline", "max_steps", "time_limit", "user_id", "run", "waits",
-                  "wait_until", "reason")
+                  "wait_until", "reason", "heard")
 
 
 def to_store_record(episode: Episode, *, topic_thread_id: str | None = None,
@@ -54,6 +54,7 @@ def from_store_record(record: EpisodeRecord) -> Episode:
     }
     data["run"] = data["run"] or 0
     data["waits"] = data["waits"] or 0
+    data["heard"] = data["heard"] or ()  # written before episodes kept what they heard
     return Episode.from_record(data)
 
 

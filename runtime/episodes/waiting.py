@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from runtime.episodes.episode import Episode, EpisodeStatus
-from runtime.episodes.loop import observation_from_messages, resume
+from runtime.episodes.loop import heard_from_messages, observation_from_messages, resume
 from runtime.episodes.settings import EpisodeSettings
 from runtime.episodes.sink import ActivationSink
 from runtime.kernel.errors import IllegalTransition
@@ -112,7 +112,7 @@ class WaitingRoom:
             return None
         self._counts["resumed"] += 1
         news = [observation_from_messages(parked.news)] if parked.news else []
-        return resume(parked.episode, news, now)
+        return resume(parked.episode, news, now, heard_from_messages(parked.news))
 
     def expire(self, episode_id: str, now: float, reason: str = "resume_expired") -> Episode | None:
         """Drop a parked episode (its activation expired, or it is withdrawn); returns it ``expired``."""

@@ -332,7 +332,9 @@ class Memory:
     """A long-term memory. Its scope decides who may see it: a ``chat`` memory never reaches another chat.
 
     ``embedding`` is the raw vector (float32 bytes, little-endian) or ``None``; the store keeps it as
-    a BLOB and never computes with it.
+    a BLOB and never computes with it. ``source_message_id`` and ``source_speaker_id`` name the chat
+    message the memory was taken from and who said it (``None``: not taken from a message); a
+    ``user`` memory a tool writes is always filed under its source's speaker.
     """
 
     id: str
@@ -347,6 +349,8 @@ class Memory:
     embedding: bytes | None = None
     embedding_model: str | None = None
     extra: JsonMap = field(default_factory=_empty)
+    source_message_id: str | None = None
+    source_speaker_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

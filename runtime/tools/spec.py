@@ -39,7 +39,12 @@ class ToolErrorKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Who is calling, from where. Tools see this and their arguments, nothing else."""
+    """Who is calling, from where. Tools see this and their arguments, nothing else.
+
+    ``user_id`` is who the episode began for; ``heard`` the ``(message id, speaker id)`` of every chat
+    message the caller has seen, oldest first. In a resumed episode the newest may be someone else's:
+    a tool acting on what was said asks ``heard`` who said it.
+    """
 
     chat_id: str
     user_id: str | None = None
@@ -47,6 +52,7 @@ class ToolContext:
     episode_id: str | None = None
     permissions: frozenset[str] = frozenset()
     now: float = 0.0
+    heard: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

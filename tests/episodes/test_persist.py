@@ -66,3 +66,18 @@ async def test_finished_episode_has_its_end(clock: ManualClock, settings: Episod
 def test_foreign_records_are_refused() -> None:
     with pytest.raises(ValueError, match="header"):
         from_store_record(EpisodeRecord(id="x", chat_id="group:1", started_at=0.0, state="done"))
+
+
+@pytest.mark.asyncio
+async def test_what_a_waiting_episode_heard_survives_the_store(store: MemoryStore, clock: ManualClock,
+                                                                settings: EpisodeSettings,
+                                                                tools: ToolRegistry) -> None:
+    from runtime.episodes import Heard
+
+    episode = new_episode(clock, settings, heard=(Heard("m1", "42"),))
+    outcome = await run_episode(episode, ScriptedReasoner([Wait(60, "等等")]), tools, clock=clock,
+                                settings=settings)
+    await store.save_episode(to_store_record(outcome.episode))
+    stored = await store.get_episode("ep-1")
+    assert stored is not None
+    assert from_store_record(stored).heard == (Heard("m1", "42"),)

@@ -35,7 +35,7 @@ _TASK_UPSERT = upsert_sql("tasks", r_.TASK_COLUMNS, "id")
 _MEMORY_UPSERT = upsert_sql(
     "memories",
     "id, scope_type, scope_id, memory_type, content, importance, tags_json, created_at, updated_at, "
-    "extra_json, words, chars",
+    "extra_json, words, chars, source_message_id, source_speaker_id",
     "id",
 )
 _VECTOR_UPSERT = upsert_sql("memory_vectors", "memory_id, model, data", "memory_id")

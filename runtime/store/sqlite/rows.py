@@ -357,7 +357,7 @@ def task_from_row(r: Row) -> Task:
 
 MEMORY_COLUMNS = (
     "m.id, m.scope_type, m.scope_id, m.memory_type, m.content, m.importance, m.tags_json, "
-    "m.created_at, m.updated_at, m.extra_json, v.data, v.model"
+    "m.created_at, m.updated_at, m.extra_json, v.data, v.model, m.source_message_id, m.source_speaker_id"
 )
 MEMORY_FROM = "memories AS m LEFT JOIN memory_vectors AS v ON v.memory_id = m.id"
 
@@ -376,6 +376,8 @@ def memory_row(m: Memory, indexed: IndexedText) -> tuple[Any, ...]:
         dumps(dict(m.extra)),
         indexed.words,
         indexed.chars,
+        m.source_message_id,
+        m.source_speaker_id,
     )
 
 
@@ -393,6 +395,8 @@ def memory_from_row(r: Row) -> Memory:
         extra=loads(r[9]),
         embedding=None if r[10] is None else bytes(r[10]),
         embedding_model=r[11],
+        source_message_id=r[12],
+        source_speaker_id=r[13],
     )
 
 
