@@ -17,7 +17,8 @@ here and nowhere else — and the model asked through :class:`~runtime.app.reaso
 Outcomes: ``replied`` -> Outbound send (gates, splitting, rate limit, one retry) -> speech recorded
 (budget and store) -> the session records the reply -> the memory injector counts a round;
 ``waiting`` -> parked in the waiting room; a model failure on a forced activation -> the graceful
-message, at most once per chat per ``graceful_cooldown_ms``; anything else -> skipped with its reason.
+message, a forced run a guard ended (``failed``, ``step_limit``) -> ``guard_message``, either at most
+once per chat per ``graceful_cooldown_ms``; anything else -> skipped with its reason.
 The kernel event is always finished and the episode always stored, whatever happened.
 """
 
@@ -55,6 +56,8 @@ PERMISSIONS = ("chat",)
 REMINDER_RETRY = 5.0
 _RETRYABLE = frozenset({"no_connection", "failed"})
 GRACEFUL_CHATS_KEPT = 4_096
+# Runs a guard ended (see ``runtime.episodes.loop``); a forced one answers with ``[app] guard_message``.
+GUARD_OUTCOMES = frozenset({OutcomeKind.FAILED, OutcomeKind.STEP_LIMIT})
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ class DriverStatistics:
     skipped: int
     model_failures: int
     graceful_sent: int
+    guard_sent: int
     reminders_sent: int
     gated: int
     no_model: int
@@ -82,6 +86,7 @@ class EpisodeDriver:
                 "skipped",
                 "model_failures",
                 "graceful_sent",
+                "guard_sent",
                 "reminders_sent",
                 "gated",
                 "no_model",
@@ -423,7 +428,19 @@ class EpisodeDriver:
         elif reasoner.model_error is not None:
             self._counts["model_failures"] += 1
             bound.warning("model_failed", error=str(reasoner.model_error)[:300], forced=forced)
-            await self._graceful(event, trigger, forced)
+            await self._graceful(event, _asked(final, trigger), forced)
+        elif outcome.kind in GUARD_OUTCOMES and forced:
+            # A guard stopped the run (a repeated call, unknown tools or unreadable answers in a row,
+            # waits refused, no decision in the step limit): whoever addressed the bot hears so.
+            bound.info("guard_tripped", outcome=outcome.kind.value, reason=outcome.reason[:300])
+            await self._graceful(
+                event,
+                _asked(final, trigger),
+                forced,
+                text=rt.app.guard_message,
+                why=outcome.reason,
+                counter="guard_sent",
+            )
         else:
             self._finish(event, EventState.SKIPPED, outcome.reason or outcome.kind.value)
         rt.loop_spawn(self._store_episode(final, built))
@@ -478,26 +495,39 @@ class EpisodeDriver:
             )
             await rt.memory.injector.note_round(chat_id, said, now=now)
 
-    async def _graceful(self, event: BotEvent, trigger: ChatMessage | None, forced: bool) -> None:
+    async def _graceful(
+        self,
+        event: BotEvent,
+        quote: str | None,
+        forced: bool,
+        *,
+        text: str | None = None,
+        why: str = "model unavailable",
+        counter: str = "graceful_sent",
+    ) -> None:
+        """A short honest answer instead of silence, for a forced episode; once per chat per cooldown.
+
+        The model's failure and a tripped guard share the cooldown: a chat in trouble hears one such
+        line, not one per mention.
+        """
         rt = self._rt
         chat_id = event.chat_id
         now = rt.clock()
         last = self._graceful_at.get(chat_id)
         cooldown = rt.app.graceful_cooldown_ms / 1000
         if not forced or (last is not None and now - last < cooldown):
-            self._finish(event, EventState.SKIPPED, "model unavailable")
+            self._finish(event, EventState.SKIPPED, why)
             return
         self._graceful_at[chat_id] = now
         if len(self._graceful_at) > GRACEFUL_CHATS_KEPT:
             horizon = now - cooldown
             self._graceful_at = {chat: at for chat, at in self._graceful_at.items() if at >= horizon}
-        quote = trigger.message_id if trigger is not None and not trigger.is_private else None
-        result = await rt.outbound.send(chat_id, rt.app.graceful_message, reply_to=quote)
+        result = await rt.outbound.send(chat_id, text or rt.app.graceful_message, reply_to=quote)
         if self._spoke(chat_id, result.sent or result.reason == "shadow", forced=True):
-            self._counts["graceful_sent"] += 1
+            self._counts[counter] += 1
             self._finish(event, EventState.REPLIED)
         else:
-            self._finish(event, EventState.SKIPPED, f"model unavailable; send {result.reason}")
+            self._finish(event, EventState.SKIPPED, f"{why}; send {result.reason}")
 
     async def _store_episode(self, episode: Episode, built: BuiltContext | None) -> None:
         rt = self._rt
@@ -512,3 +542,14 @@ class EpisodeDriver:
 
     def statistics(self) -> DriverStatistics:
         return DriverStatistics(**self._counts)
+
+
+def _asked(episode: Episode, trigger: ChatMessage | None) -> str | None:
+    """The group message an answer to the episode quotes: the trigger, or for a resumed episode the
+    message that began it (its first heard, said by the user it began for). ``None`` in private chats."""
+    if parse_chat_id(episode.chat_id)[0] is ChatKind.PRIVATE:
+        return None
+    if trigger is not None:
+        return trigger.message_id
+    first = episode.heard[0] if episode.heard else None
+    return first.message_id if first is not None and first.speaker_id == episode.user_id else None

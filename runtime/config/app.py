@@ -25,7 +25,10 @@ class AppConfig(Section):
     why_per_chat: int = Field(default=64, ge=1, le=10_000)
     # Said once when a forced reply cannot be produced because the model failed.
     graceful_message: str = Field(default="我这会儿有点卡，稍后再回你", min_length=1, max_length=200)
-    # A chat hears the graceful message at most once in this long.
+    # Said when a forced reply cannot be produced because a guard stopped the episode (a repeated tool
+    # call, unknown tools or unreadable answers in a row, too many waits, the step limit).
+    guard_message: str = Field(default="这个我没弄明白，换个说法再问我一次？", min_length=1, max_length=200)
+    # A chat hears the graceful or the guard message at most once in this long.
     graceful_cooldown_ms: int = Field(default=600_000, ge=0)
     # The time zone ``current_time`` answers in.
     timezone: str = "Asia/Shanghai"
