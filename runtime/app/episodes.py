@@ -56,7 +56,7 @@ PERMISSIONS = ("chat",)
 REMINDER_RETRY = 5.0
 _RETRYABLE = frozenset({"no_connection", "failed"})
 GRACEFUL_CHATS_KEPT = 4_096
-# Runs a guard ended (see ``runtime.episodes.loop``); a forced one answers with ``[app] guard_message``.
+# Runs a guard ended (see ``runtime.episodes.loop``); a forced one answers with ``[runtime] guard_message``.
 GUARD_OUTCOMES = frozenset({OutcomeKind.FAILED, OutcomeKind.STEP_LIMIT})
 
 
