@@ -243,16 +243,20 @@ def resume(episode: Episode, observations: Sequence[Observation], now: float,
     """A waiting episode, ready to run again with what happened in its thread meanwhile.
 
     The new run gets a fresh deadline (``time_limit`` from ``now``) and a fresh step budget; the
-    news becomes one resume step the reasoner reads like any other observation. ``heard`` are the
-    news' messages, added to the episode's ``heard`` (the newest last).
+    news becomes one resume step the reasoner reads like any other observation; it names the message
+    that began the episode, so the model can point back at it. ``heard`` are the news' messages,
+    added to the episode's ``heard`` (the newest last).
     """
     if episode.status is not S.WAITING:
         raise IllegalTransition(f"episode {episode.id}", episode.status.value, S.PENDING.value)
     waited = now - episode.steps[-1].finished_at if episode.steps else 0.0
     lines = [o.content for o in observations if o.content]
     body = "\n".join(lines) if lines else "(nothing new happened in the thread)"
+    began = episode.heard[0] if episode.heard else None
+    origin = f", began with [{began.speaker_id}] #{began.message_id}" if began is not None else ""
+    why = f"{episode.reason or 'wait'}{origin}"
     news = Observation(source="thread", ok=True,
-                       content=f"resumed after waiting {waited:.0f} s ({episode.reason or 'wait'}):\n{body}")
+                       content=f"resumed after waiting {waited:.0f} s ({why}):\n{body}")
     known = {h.message_id for h in episode.heard}
     fresh = tuple(h for h in heard if h.message_id not in known)
     resumed = replace(episode, run=episode.run + 1, deadline=now + episode.time_limit, wait_until=None,

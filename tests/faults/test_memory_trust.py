@@ -57,6 +57,7 @@ OWN_FACT = "自己说喜欢爬山"
 HEARSAY = "欠款五百块是真的"
 NAMED = "欠款五百块已确认"
 FORGED = "伪造的欠款记录"
+ASKER_NAMED = "周末要去爬山"
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,7 @@ def _resumed(request: RecordedRequest) -> bool:
 
 def _newest_id_said_by(request: RecordedRequest, user: int) -> str:
     """The message id the model was shown for ``user``'s line in the resume news."""
-    found = re.findall(rf"\[{user}\] #(\S+):", "\n".join(_text(m) for m in request.messages))
+    found = re.findall(rf"\[{user}\] #([^\s:)]+)", "\n".join(_text(m) for m in request.messages))
     return found[-1] if found else "not-shown"
 
 
@@ -111,6 +112,9 @@ def script(request: RecordedRequest, _nth: int) -> dict[str, Any]:
         tool_call("remember", content=HEARSAY, scope="user"),
         tool_call("remember", content=NAMED, scope="user", message_id=_newest_id_said_by(request, OTHER)),
         tool_call("remember", content=FORGED, scope="user", message_id="424242424"),
+        tool_call(
+            "remember", content=ASKER_NAMED, scope="user", message_id=_newest_id_said_by(request, ASKER)
+        ),
         reply_call(f"好，记下了{tag('mt')}"),
     ]
     return answers[min(n - 2, len(answers) - 1)]
@@ -157,6 +161,7 @@ async def test_another_members_words_become_that_members_memory_not_the_askers(
         assert stored[HEARSAY] == ("user", str(OTHER)), "by default: the newest message heard, the other's"
         assert stored[NAMED] == ("user", str(OTHER))
         assert FORGED not in stored, "a message the episode never saw cannot be a memory's source"
+        assert stored[ASKER_NAMED] == ("user", str(ASKER)), "the message that began it can be named too"
         origin = sources(bot)
         assert origin[OWN_FACT] == (str(asked["message_id"]), str(ASKER))
         assert origin[HEARSAY] == (str(hearsay["message_id"]), str(OTHER))
