@@ -34,6 +34,16 @@ SECTIONS = {
 @pytest.mark.parametrize(
     "answer",
     [
+        # seed 001's compressed.json exactly: metadata beside a "summary" object
+        json.dumps(
+            {
+                "version": 3,
+                "last_compressed_at": "2026-03-11T19:00:00+08:00",
+                "total_rounds_processed": 47,
+                "summary": SECTIONS,
+            },
+            ensure_ascii=False,
+        ),
         # seed 001's file, with a one-line "summary" beside the sections at the top
         json.dumps({"summary": "这轮聊了报告和数据库", **SECTIONS}, ensure_ascii=False),
         # the document under a key of its own
@@ -47,7 +57,13 @@ SECTIONS = {
             ensure_ascii=False,
         ),
     ],
-    ids=["summary-text-beside-sections", "wrapped-document", "example-then-answer", "bad-section-kept-rest"],
+    ids=[
+        "compressed-json",
+        "summary-text-beside-sections",
+        "wrapped-document",
+        "example-then-answer",
+        "bad-section-kept-rest",
+    ],
 )
 def test_a_summary_in_any_of_its_shapes_is_taken(answer: str) -> None:
     body = parse_summary_answer(answer)
