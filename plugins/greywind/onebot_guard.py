@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -77,6 +78,10 @@ class _Counters:
 
 class FrameGuard:
     """Wraps the driver's WebSocket for the adapter's receive loop; everything else passes through."""
+
+    # Called with every event frame the moment it is read (parsed, and as received): the edge's
+    # inbound journal. It must not raise.
+    on_event_frame: ClassVar[Callable[[Any, str | bytes], None] | None] = None
 
     def __init__(
         self,
@@ -139,6 +144,8 @@ class FrameGuard:
                     self._deliver_result(parsed)
                     continue
                 counters.events += 1
+                if (journal := FrameGuard.on_event_frame) is not None:
+                    journal(parsed, data)
                 if repair_segments(parsed):
                     counters.repaired += 1
                     log.warning("onebot_segments_repaired", message_id=parsed.get("message_id"))

@@ -325,6 +325,21 @@ class Runtime:
             ):
                 log.info("activation_withdrawn", chat_id=chat_id, event_id=event.id, reason="recalled")
 
+    # -- what the edge's inbound journal asks -----------------------------------------------------
+
+    def store_progress(self) -> tuple[int, int]:
+        """Writes handed to the store writer, and how many of them are done (committed, or rejected
+        and logged). The writer commits in order: once the second reaches an earlier first, everything
+        handed before then is in SQLite."""
+        stats = self.writer.statistics()
+        return stats.enqueued, stats.written + stats.rejected
+
+    async def is_stored(self, message: ChatMessage) -> bool:
+        """The store holds exactly this message (same chat, id, sender and text): a journal replay
+        skips it rather than ingest and answer it twice."""
+        stored = await self.store.get_message(message.chat_id, message.message_id)
+        return stored is not None and stored.sender_id == message.sender_id and stored.text == message.text
+
     # -- what the bot sent --------------------------------------------------------------------------
 
     def _on_sent(self, record: SentRecord) -> None:
