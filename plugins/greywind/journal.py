@@ -274,12 +274,20 @@ class InboundJournal:
         segment.mark = max(segment.mark, self._progress()[0])
 
     def retire(self) -> int:
-        """Delete the oldest segments whose frames are all settled and committed; how many went."""
+        """Delete the oldest segments whose frames are all settled and committed; how many went.
+
+        When that leaves only the active segment and it is done too (a lull), it is closed and
+        deleted as well, so a crash after a quiet moment has nothing to replay."""
         committed = self._progress()[1]
         deleted = 0
         while self._segments:
             segment = self._segments[0]
-            if not segment.sealed or segment.unsettled or segment.mark > committed:
+            if segment.unsettled or segment.mark > committed:
+                break
+            if not segment.sealed:
+                if segment.size and len(self._segments) == 1 and not self._closed:
+                    self._rotate()  # seals it, then retires it
+                    deleted += 1
                 break
             self._delete(self._segments.popleft())
             deleted += 1

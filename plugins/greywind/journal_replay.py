@@ -4,7 +4,7 @@ The edge calls :meth:`JournalReplay.run` with the journal's frames after the run
 before the bot serves. Each frame is parsed by the adapter (its segments repaired as the frame guard
 does), converted with the time it was first read, and then:
 
-* a message already in the store (the gateway's ``is_stored``: same chat, id, sender and text), or
+* a message already in the store (the gateway's ``stored_already``: same chat, id, sender and text), or
   one this replay has already delivered, is skipped — it was stored, ingested and if need be
   answered before the crash, so a replay never does any of that twice;
 * a superuser's command is skipped (logged): a command is meant for the moment it is given;
@@ -20,9 +20,10 @@ deleted when the store has committed what they became.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 from nonebot.adapters.onebot.v11 import Adapter, MessageEvent
@@ -30,6 +31,7 @@ from nonebot.adapters.onebot.v11 import Adapter, MessageEvent
 from plugins.greywind.convert import Inbound, convert_message
 from plugins.greywind.journal import JournalEntry, JournalKey, frame_key
 from plugins.greywind.onebot_guard import repair_segments
+from runtime.kernel.message import ChatMessage
 
 if TYPE_CHECKING:
     from plugins.greywind.edge import Edge
@@ -37,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["JournalReplay", "ReplayStatistics", "event_key"]
 
 log = structlog.get_logger("greywind.journal")
+
+# Frames converted, and looked up in the store, at a time.
+_BATCH = 500
 
 
 def event_key(event: MessageEvent) -> JournalKey | None:
@@ -81,40 +86,49 @@ class JournalReplay:
         )
 
     async def run(self, entries: list[JournalEntry]) -> None:
-        edge = self._edge
-        journal = edge.journal
-        assert journal is not None
-        is_stored: Any = getattr(edge.gateway, "is_stored", None)
         seen: set[tuple[str, str, str, str]] = set()
         held_chats: set[str] = set()
-        for entry in entries:
-            self._counts["frames"] += 1
-            inbound = self._convert(entry)
-            if inbound is None:
-                self._counts["unreadable"] += 1
-                journal.settle(entry.key)
-                continue
-            message = inbound.message
-            identity = (message.chat_id, message.message_id, message.sender_id, message.text)
-            if identity in seen or (is_stored is not None and await is_stored(message)):
-                self._counts["already_stored"] += 1
-                journal.settle(entry.key)
-                continue
-            seen.add(identity)
-            if edge.command_of(inbound) is not None:
-                self._counts["commands"] += 1
-                log.info("replay_command_skipped", chat_id=message.chat_id, message_id=message.message_id)
-                journal.settle(entry.key)
-                continue
-            young = edge.clock() - entry.received_at <= self._answer_within
-            if young and (message.addressed or message.chat_id in held_chats):
-                held_chats.add(message.chat_id)
-                account = entry.key[0]
-                self._held.setdefault(account, []).append(_Held(inbound, entry.key, entry.received_at))
-                continue
-            await self._deliver(inbound, entry.key, young=young)
+        for start in range(0, len(entries), _BATCH):
+            batch = [(entry, self._convert(entry)) for entry in entries[start : start + _BATCH]]
+            stored = await self._stored_already([inbound.message for _, inbound in batch if inbound])
+            for entry, inbound in batch:
+                self._counts["frames"] += 1
+                if inbound is None:
+                    self._counts["unreadable"] += 1
+                    self._settle(entry.key)
+                    continue
+                message = inbound.message
+                identity = (message.chat_id, message.message_id, message.sender_id, message.text)
+                if next(stored) or identity in seen:
+                    self._counts["already_stored"] += 1
+                    self._settle(entry.key)
+                    continue
+                seen.add(identity)
+                if self._edge.command_of(inbound) is not None:
+                    self._counts["commands"] += 1
+                    log.info("replay_command_skipped", chat_id=message.chat_id, message_id=message.message_id)
+                    self._settle(entry.key)
+                    continue
+                young = self._edge.clock() - entry.received_at <= self._answer_within
+                if young and (message.addressed or message.chat_id in held_chats):
+                    held_chats.add(message.chat_id)
+                    account = entry.key[0]
+                    self._held.setdefault(account, []).append(_Held(inbound, entry.key, entry.received_at))
+                    continue
+                await self._deliver(inbound, entry.key, young=young)
         if entries:
             log.info("journal_replayed", **self._counts, waiting=self.waiting)
+
+    async def _stored_already(self, messages: list[ChatMessage]) -> Iterator[bool]:
+        check = getattr(self._edge.gateway, "stored_already", None)
+        if check is None or not messages:
+            return iter([False] * len(messages))
+        return iter(await check(messages))
+
+    def _settle(self, key: JournalKey) -> None:
+        journal = self._edge.journal
+        if journal is not None:
+            journal.settle(key)
 
     def _convert(self, entry: JournalEntry) -> Inbound | None:
         frame = dict(entry.frame)

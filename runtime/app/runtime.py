@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -334,11 +334,17 @@ class Runtime:
         stats = self.writer.statistics()
         return stats.enqueued, stats.written + stats.rejected
 
-    async def is_stored(self, message: ChatMessage) -> bool:
-        """The store holds exactly this message (same chat, id, sender and text): a journal replay
-        skips it rather than ingest and answer it twice."""
-        stored = await self.store.get_message(message.chat_id, message.message_id)
-        return stored is not None and stored.sender_id == message.sender_id and stored.text == message.text
+    async def stored_already(self, messages: Sequence[ChatMessage]) -> list[bool]:
+        """For each message, whether the store holds exactly it (same chat, id, sender and text): a
+        journal replay skips those rather than ingest and answer them twice."""
+        ids: dict[str, list[str]] = {}
+        for message in messages:
+            ids.setdefault(message.chat_id, []).append(message.message_id)
+        found: dict[tuple[str, str], StoredMessage] = {}
+        for chat_id, message_ids in ids.items():
+            for stored in await self.store.get_messages(chat_id, list(dict.fromkeys(message_ids))):
+                found[(chat_id, stored.message_id)] = stored
+        return [_same(found.get((m.chat_id, m.message_id)), m) for m in messages]
 
     # -- what the bot sent --------------------------------------------------------------------------
 
@@ -405,6 +411,10 @@ class Runtime:
             persistence=self.persistence.statistics(),
             kernel=self.kernel.statistics(),
         )
+
+
+def _same(stored: StoredMessage | None, message: ChatMessage) -> bool:
+    return stored is not None and stored.sender_id == message.sender_id and stored.text == message.text
 
 
 def build_runtime(edge: EdgeContext) -> Runtime:

@@ -196,3 +196,25 @@ def test_a_short_write_does_not_swallow_the_next_frame(
     with capture_logs():
         entries = InboundJournal(tmp_path).open()
     assert [e.frame["message_id"] for e in entries] == [2]
+
+
+def test_in_a_lull_the_active_segment_goes_too(tmp_path: Path) -> None:
+    progress = Progress()
+    journal = InboundJournal(tmp_path, progress=progress)
+    journal.open()
+    append(journal, frame(1))
+    append(journal, frame(2))
+    progress.handed = 1  # frame 1's message is queued for the store, then settled
+    journal.settle(frame_key(frame(1)))
+    progress.committed = 1
+    assert journal.retire() == 0  # frame 2 is still on its way
+    progress.handed = 2
+    journal.settle(frame_key(frame(2)))
+    assert journal.retire() == 0  # handed to the store, not yet committed
+    progress.committed = 2
+    assert journal.retire() == 1
+    # A kill now leaves nothing to replay; the journal goes on in a fresh segment.
+    assert InboundJournal(tmp_path).open() == []
+    append(journal, frame(3))
+    journal.close()
+    assert [e.frame["message_id"] for e in InboundJournal(tmp_path).open()] == [3]

@@ -54,8 +54,8 @@ class StoringGateway(RecordingGateway):
     def store_progress(self) -> tuple[int, int]:
         return self.handed, self.handed
 
-    async def is_stored(self, message: ChatMessage) -> bool:
-        return (message.chat_id, message.message_id, message.sender_id, message.text) in self.stored
+    async def stored_already(self, messages: list[ChatMessage]) -> list[bool]:
+        return [(m.chat_id, m.message_id, m.sender_id, m.text) in self.stored for m in messages]
 
 
 def build(tmp_path: Path) -> Edge:

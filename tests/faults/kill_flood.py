@@ -39,6 +39,7 @@ class KillRun:
     after_kill: list[tuple[str, str]]  # rows in the database right after the kill
     after_restart: list[tuple[str, str]]  # rows once the restarted bot has stopped
     replayed: dict[str, Any]  # the restarted bot's journal_replayed log record ({} if none)
+    replay_seconds: float  # from the journal opened to the replay handed over (0 if none)
     restarted_exit: int
 
     @property
@@ -59,12 +60,14 @@ def stored_rows(data_dir: Path) -> list[tuple[str, str]]:
 
 
 async def _flood(
-    bot: BotProcess, count: int, groups: int, read_wait: float
+    bot: BotProcess, count: int, groups: int, read_wait: float, rate: float | None
 ) -> tuple[set[tuple[str, str]], float]:
     sent: set[tuple[str, str]] = set()
     async with connected_peer(bot, self_id=SELF_ID) as peer:
         started = time.monotonic()
         for n in range(count):
+            if rate is not None and (ahead := started + n / rate - time.monotonic()) > 0:
+                await asyncio.sleep(ahead)
             group = FIRST_GROUP + n % groups
             message_id = next(_ids)
             event = ob.group_message(
@@ -83,18 +86,26 @@ async def _flood(
 
 
 async def flood_kill_restart(
-    workdir: Path, *, count: int, groups: int = 50, read_wait: float = 1.0, config: str | None = None
+    workdir: Path,
+    *,
+    count: int,
+    groups: int = 50,
+    read_wait: float = 1.0,
+    rate: float | None = None,  # messages per second; None: as fast as the peer can send
+    config: str | None = None,
 ) -> KillRun:
     data_dir = workdir / "data"
     first = BotProcess(workdir / "run0", data_dir=data_dir, config=config).start()
     try:
-        sent, seconds = await _flood(first, count, groups, read_wait)
+        sent, seconds = await _flood(first, count, groups, read_wait, rate)
     finally:
         first.kill()
     after_kill = stored_rows(data_dir)
     second = BotProcess(workdir / "run1", data_dir=data_dir, config=config, start_timeout=60).start()
     try:
-        replayed = [r for r in second.records() if r.get("event") == "journal_replayed"]
+        records = second.records()
+        replayed = [r for r in records if r.get("event") == "journal_replayed"]
+        opened = [r for r in records if r.get("event") == "journal_opened"]
         # Settled: the replayed messages went through the runtime; a clean stop flushes the writer.
         await asyncio.sleep(0.5)
     finally:
@@ -105,5 +116,15 @@ async def flood_kill_restart(
         after_kill=after_kill,
         after_restart=stored_rows(data_dir),
         replayed=replayed[0] if replayed else {},
+        replay_seconds=_seconds(opened[0], replayed[0]) if opened and replayed else 0.0,
         restarted_exit=code,
     )
+
+
+def _seconds(first: dict[str, Any], second: dict[str, Any]) -> float:
+    from datetime import datetime
+
+    def at(record: dict[str, Any]) -> float:
+        return datetime.fromisoformat(str(record["timestamp"]).replace("Z", "+00:00")).timestamp()
+
+    return at(second) - at(first)
