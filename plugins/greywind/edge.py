@@ -44,7 +44,7 @@ from plugins.greywind.journal import JOURNAL_DIR, InboundJournal, JournalKey, Jo
 from plugins.greywind.journal_replay import JournalReplay, event_key
 from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagStatistics
 from plugins.greywind.notices import apply_to_gates, interpret_notice
-from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics
+from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics, GuardedAdapter
 from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
@@ -184,6 +184,7 @@ class Edge:
             # Before serving: what an earlier run read but did not store reaches the runtime first.
             await self.replay.run(self.journal.open())
             FrameGuard.on_event_frame = self.journal.append
+            GuardedAdapter.on_not_a_message = self.journal.settle_frame
             task_group.start_soon(self._retire_journal, name="greywind-journal")
         log.info("edge_started", shadow_mode=self.shadow_mode, data_dir=str(self.context.data_dir))
 
@@ -200,7 +201,7 @@ class Edge:
             log.exception("gateway_stop_failed")
         if self.journal is not None:
             # After the store's final flush: what is committed leaves the journal.
-            FrameGuard.on_event_frame = None
+            FrameGuard.on_event_frame = GuardedAdapter.on_not_a_message = None
             self.journal.close()
         task_group, self._task_group = self._task_group, None
         if task_group is not None:

@@ -21,13 +21,13 @@ Truncation. The journal is a ring of segment files (``inbound-<n>.jsonl``), a ne
 
 * the edge settles a frame (by its key: account, chat, message id) when it is done with it — its job
   on the dispatcher has returned (the message is in the store writer's queue), or it was a command,
-  or it could not be converted;
+  or it could not be converted, or the adapter could not parse it into a message event at all;
 * at that moment the segment takes a *mark*: the number of writes handed to the store writer so far
   (``progress()[0]``). The writer commits in order, so once its committed count (``progress()[1]``)
   reaches the mark, everything the segment's frames became is in SQLite.
 
-Frames that never reach the edge (NoneBot could not parse them, the guard dropped them in a flood, the
-bot stopped before handling them) stay unsettled; their segment is kept and replayed at the next start,
+Frames that never reach the edge (the guard dropped them in a flood, the bot stopped before handling
+them) stay unsettled; their segment is kept and replayed at the next start,
 where they are settled one way or another. A clean shutdown deletes every settled segment, so it
 normally leaves an empty journal.
 
@@ -272,6 +272,10 @@ class InboundJournal:
             del self._c.waiting[key]
         segment.unsettled -= 1
         segment.mark = max(segment.mark, self._progress()[0])
+
+    def settle_frame(self, frame: Any) -> None:
+        """Settle a frame by its content: the adapter could not make a message of it."""
+        self.settle(frame_key(frame))
 
     def retire(self) -> int:
         """Delete the oldest segments whose frames are all settled and committed; how many went.

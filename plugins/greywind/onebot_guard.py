@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import structlog
-from nonebot.adapters.onebot.v11 import Adapter
+from nonebot.adapters.onebot.v11 import Adapter, Event, MessageEvent
 from nonebot.exception import WebSocketClosed
 
 __all__ = ["FrameGuard", "FrameGuardStatistics", "GuardedAdapter", "repair_segments"]
@@ -198,6 +198,17 @@ class GuardedAdapter(Adapter):
     max_backlog_bytes: ClassVar[int] = 64 * 1024 * 1024
     _counters: ClassVar[_Counters] = _Counters()
     _guards: ClassVar[set[FrameGuard]] = set()
+
+    # Called with every frame the adapter parses into anything but a message event (a message frame
+    # it could not parse never reaches the edge: the journal settles it here).
+    on_not_a_message: ClassVar[Callable[[Any], None] | None] = None
+
+    @classmethod
+    def json_to_event(cls, json_data: Any) -> Event | None:
+        event = super().json_to_event(json_data)
+        if not isinstance(event, MessageEvent) and (hook := cls.on_not_a_message) is not None:
+            hook(json_data)
+        return event
 
     @classmethod
     def configure(cls, *, max_events_in_flight: int, max_backlog_bytes: int) -> None:

@@ -9,11 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
+from nonebot.adapters.onebot.v11 import MessageEvent
 
 from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext
 from plugins.greywind.journal import JOURNAL_DIR, InboundJournal
-from plugins.greywind.onebot_guard import FrameGuard
+from plugins.greywind.onebot_guard import FrameGuard, GuardedAdapter
 from runtime.config import parse_config
 from runtime.kernel.message import ChatMessage
 from tests.edge.helpers import SELF_ID, FakeBot, as_adapter_delivers
@@ -144,6 +145,12 @@ async def test_frames_read_live_are_journaled_and_settled_once_handed_over(tmp_p
         journal = edge.journal
         assert journal is not None
         assert journal.statistics().unsettled == 5
+        # A message frame the adapter cannot parse never reaches the edge: settled as it fails.
+        garbled = {"post_type": "message", "message_type": "group", "self_id": SELF_ID, "message_id": 99}
+        hook(garbled, json.dumps(garbled))
+        assert journal.statistics().unsettled == 6
+        assert not isinstance(GuardedAdapter.json_to_event(dict(garbled)), MessageEvent)
+        assert journal.statistics().unsettled == 5
         for payload in payloads[:3]:
             await edge.handle_message(await as_adapter_delivers(payload))
         await edge.dispatcher.wait_idle()
@@ -152,6 +159,7 @@ async def test_frames_read_live_are_journaled_and_settled_once_handed_over(tmp_p
     finally:
         await edge.stop()
     assert FrameGuard.on_event_frame is None
+    assert GuardedAdapter.on_not_a_message is None
     # The two never handled (a kill, a drop) are kept for the next start, which delivers them.
     again = build(tmp_path)
     await again.start()
