@@ -81,6 +81,13 @@ def _ident(value: Any) -> str:
     return str(int(text)) if text.lstrip("-").isdigit() else text
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def frame_key(frame: Any) -> JournalKey | None:
     """The key of a message frame (a parsed OneBot event dict); None for anything else."""
     if not isinstance(frame, dict) or frame.get("post_type") != "message":
@@ -161,31 +168,43 @@ class InboundJournal:
 
     # -- start-up -------------------------------------------------------------------------------
 
-    def open(self) -> list[JournalEntry]:
-        """Read what earlier runs left (oldest first) and open a fresh segment for this run.
-
-        The frames returned are unsettled until the edge settles them, like frames read live."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        found = sorted(
-            (int(m.group(1)), path)
-            for path in self.directory.iterdir()
-            if (m := _SEGMENT.fullmatch(path.name)) is not None
-        )
-        entries: list[JournalEntry] = []
-        for number, path in found:
-            segment = _Segment(number, path, size=path.stat().st_size, sealed=True)
-            self._segments.append(segment)
-            for entry in self._read(path):
-                entries.append(entry)
-                self._wait_for(entry.key, segment)
+    def open(self) -> Iterator[JournalEntry]:
+        """Open a fresh segment for this run, and return what earlier runs left, oldest first, read a
+        segment at a time as it is consumed. A frame read back is unsettled until the edge settles
+        it, like a frame read live; a segment not yet read whole is never deleted."""
+        found: list[tuple[int, Path]] = []
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            found = sorted(
+                (int(m.group(1)), path)
+                for path in self.directory.iterdir()
+                if (m := _SEGMENT.fullmatch(path.name)) is not None
+            )
+        except OSError as exc:
+            self._failed(exc)
+        earlier = [
+            _Segment(number, path, size=_size(path), unsettled=1, sealed=True) for number, path in found
+        ]
+        self._segments.extend(earlier)
         self._closed = False
         self._start_segment(found[-1][0] + 1 if found else 1)
-        if entries:
-            log.info("journal_opened", frames=len(entries), segments=len(found))
-        return entries
+        if earlier:
+            log.info("journal_opened", segments=len(earlier), bytes=sum(s.size for s in earlier))
+        return self._entries(earlier)
+
+    def _entries(self, segments: list[_Segment]) -> Iterator[JournalEntry]:
+        for segment in segments:
+            for entry in self._read(segment.path):
+                self._wait_for(entry.key, segment)
+                yield entry
+            segment.unsettled -= 1  # read whole: now only its frames keep it
 
     def _read(self, path: Path) -> Iterator[JournalEntry]:
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            self._failed(exc)
+            return
         lines = data.split(b"\n")
         if lines[-1]:
             # The last write was cut off by the crash: that frame was never wholly on disk.

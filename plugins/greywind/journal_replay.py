@@ -20,7 +20,8 @@ deleted when the store has committed what they became.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -85,11 +86,11 @@ class JournalReplay:
             ("frames", "delivered", "stored_only", "already_stored", "commands", "unreadable"), 0
         )
 
-    async def run(self, entries: list[JournalEntry]) -> None:
+    async def run(self, entries: Iterable[JournalEntry]) -> None:
         seen: set[tuple[str, str, str, str]] = set()
         held_chats: set[str] = set()
-        for start in range(0, len(entries), _BATCH):
-            batch = [(entry, self._convert(entry)) for entry in entries[start : start + _BATCH]]
+        entries = iter(entries)
+        while batch := [(entry, self._convert(entry)) for entry in itertools.islice(entries, _BATCH)]:
             stored = await self._stored_already([inbound.message for _, inbound in batch if inbound])
             for entry, inbound in batch:
                 self._counts["frames"] += 1
@@ -116,7 +117,7 @@ class JournalReplay:
                     self._held.setdefault(account, []).append(_Held(inbound, entry.key, entry.received_at))
                     continue
                 await self._deliver(inbound, entry.key, young=young)
-        if entries:
+        if self._counts["frames"]:
             log.info("journal_replayed", **self._counts, waiting=self.waiting)
 
     async def _stored_already(self, messages: list[ChatMessage]) -> Iterator[bool]:

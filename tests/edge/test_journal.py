@@ -46,7 +46,7 @@ def segments(directory: Path) -> list[str]:
 def test_frames_come_back_in_order_with_the_time_they_were_read(tmp_path: Path) -> None:
     clock = iter(range(100, 200))
     journal = InboundJournal(tmp_path, segment_bytes=600, max_bytes=10**6, clock=lambda: float(next(clock)))
-    assert journal.open() == []
+    assert list(journal.open()) == []
     for n in range(10):
         append(journal, frame(n))
     # Not journaled: API results never reach the hook; other events are not messages.
@@ -56,7 +56,7 @@ def test_frames_come_back_in_order_with_the_time_they_were_read(tmp_path: Path) 
     journal.close()  # nothing settled: everything is kept
 
     again = InboundJournal(tmp_path, segment_bytes=600, max_bytes=10**6)
-    entries = again.open()
+    entries = list(again.open())
     assert [e.frame["message_id"] for e in entries] == list(range(10))
     assert [e.received_at for e in entries] == [float(t) for t in range(100, 110)]
     assert entries[3].key == frame_key(frame(3)) == (str(SELF_ID), "group", "1", "3")
@@ -68,7 +68,7 @@ def test_a_frame_with_newlines_is_one_line(tmp_path: Path) -> None:
     payload = frame(1, text="第一行\n第二行")
     append(journal, payload, raw=json.dumps(payload, ensure_ascii=False, indent=2))
     journal.close()
-    (entry,) = InboundJournal(tmp_path).open()
+    (entry,) = list(InboundJournal(tmp_path).open())
     assert entry.frame["message"][0]["data"]["text"] == "第一行\n第二行"
 
 
@@ -105,7 +105,7 @@ def test_an_unsettled_frame_keeps_its_segment_through_a_clean_shutdown(tmp_path:
     append(journal, frame(2))
     journal.settle(frame_key(frame(1)))
     journal.close()
-    entries = InboundJournal(tmp_path).open()
+    entries = list(InboundJournal(tmp_path).open())
     assert [e.frame["message_id"] for e in entries] == [1, 2]  # the segment is read whole
 
 
@@ -119,7 +119,7 @@ def test_a_torn_last_line_is_skipped_with_a_log_line(tmp_path: Path) -> None:
     with (tmp_path / name).open("ab") as f:
         f.write(b'1700000000.000000 {"post_type": "message", "self_id": 10000, "mess')  # killed mid-write
     with capture_logs() as logs:
-        entries = InboundJournal(tmp_path).open()
+        entries = list(InboundJournal(tmp_path).open())
     assert [e.frame["message_id"] for e in entries] == [1, 2]
     (skipped,) = [r for r in logs if r["event"] == "journal_line_skipped"]
     assert skipped["why"] == "torn"
@@ -131,7 +131,7 @@ def test_a_garbled_line_is_skipped_and_the_rest_read(tmp_path: Path) -> None:
     path.write_text(f"1.0 {good}\nnot a frame at all\n2.0 {good.replace('5', '6')}\n")
     with capture_logs() as logs:
         journal = InboundJournal(tmp_path)
-        entries = journal.open()
+        entries = list(journal.open())
     assert [e.frame["message_id"] for e in entries] == [5, 6]
     assert [r["why"] for r in logs if r["event"] == "journal_line_skipped"] == ["unreadable"]
     assert journal.statistics().skipped_lines == 1
@@ -151,7 +151,8 @@ def test_past_the_bound_the_oldest_segment_goes_and_is_counted(tmp_path: Path) -
     assert any(r["event"] == "journal_full" for r in logs)
     journal.close()
     kept = [
-        e.frame["message_id"] for e in InboundJournal(tmp_path, segment_bytes=1_000, max_bytes=3_000).open()
+        e.frame["message_id"]
+        for e in list(InboundJournal(tmp_path, segment_bytes=1_000, max_bytes=3_000).open())
     ]
     assert kept == list(range(60 - len(kept), 60))  # the newest survive
 
@@ -175,7 +176,7 @@ def test_a_failing_disk_is_counted_and_never_raises(tmp_path: Path, monkeypatch:
     monkeypatch.undo()
     append(journal, frame(5))
     journal.close()
-    assert [e.frame["message_id"] for e in InboundJournal(tmp_path).open()] == [1, 5]
+    assert [e.frame["message_id"] for e in list(InboundJournal(tmp_path).open())] == [1, 5]
 
 
 def test_a_short_write_does_not_swallow_the_next_frame(
@@ -194,7 +195,7 @@ def test_a_short_write_does_not_swallow_the_next_frame(
     append(journal, frame(2))
     journal.close()
     with capture_logs():
-        entries = InboundJournal(tmp_path).open()
+        entries = list(InboundJournal(tmp_path).open())
     assert [e.frame["message_id"] for e in entries] == [2]
 
 
@@ -214,7 +215,26 @@ def test_in_a_lull_the_active_segment_goes_too(tmp_path: Path) -> None:
     progress.committed = 2
     assert journal.retire() == 1
     # A kill now leaves nothing to replay; the journal goes on in a fresh segment.
-    assert InboundJournal(tmp_path).open() == []
+    assert list(InboundJournal(tmp_path).open()) == []
     append(journal, frame(3))
     journal.close()
-    assert [e.frame["message_id"] for e in InboundJournal(tmp_path).open()] == [3]
+    assert [e.frame["message_id"] for e in list(InboundJournal(tmp_path).open())] == [3]
+
+
+def test_segments_left_by_a_crash_go_only_once_replayed_and_settled(tmp_path: Path) -> None:
+    journal = InboundJournal(tmp_path, segment_bytes=600, max_bytes=10**6)
+    journal.open()
+    for n in range(6):
+        append(journal, frame(n))
+    # (killed here)
+    left = segments(tmp_path)
+    again = InboundJournal(tmp_path, segment_bytes=600, max_bytes=10**6)
+    entries = again.open()
+    assert again.retire() == 0  # not read yet: kept
+    first = next(entries)
+    again.settle(first.key)
+    assert again.retire() == 0
+    for entry in entries:
+        again.settle(entry.key)
+    assert again.retire() == len(left)
+    assert segments(tmp_path) == [f"inbound-{int(left[-1][8:16]) + 1:08d}.jsonl"]
