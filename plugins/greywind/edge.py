@@ -182,7 +182,11 @@ class Edge:
         await self.gateway.start(_LocalFailures(task_group))  # type: ignore[arg-type]
         if self.journal is not None:
             # Before serving: what an earlier run read but did not store reaches the runtime first.
-            await self.replay.run(self.journal.open())
+            try:
+                await self.replay.run(self.journal.open())
+            except Exception:
+                # What was not handed over stays unsettled in the journal, for the next start.
+                log.exception("journal_replay_failed")
             FrameGuard.on_event_frame = self.journal.append
             GuardedAdapter.on_not_a_message = self.journal.settle_frame
             task_group.start_soon(self._retire_journal, name="greywind-journal")
