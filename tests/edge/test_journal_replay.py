@@ -170,3 +170,31 @@ async def test_frames_read_live_are_journaled_and_settled_once_handed_over(tmp_p
         assert [m.message_id for m in gateway.messages] == ["13", "14"]
     finally:
         await again.stop()
+
+
+async def test_a_failing_journal_is_shown_in_status_and_messages_still_flow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plugins.greywind import journal as journal_module
+
+    edge = build(tmp_path)
+    edge.bot_connected(str(SELF_ID), FakeBot())
+    await edge.start()
+    try:
+
+        def full(fd: int, data: bytes) -> int:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(journal_module.os, "write", full)
+        payload = message(20, "磁盘满了也要收到")
+        hook = FrameGuard.on_event_frame
+        assert hook is not None
+        hook(payload, json.dumps(payload, ensure_ascii=False))
+        await edge.handle_message(await as_adapter_delivers(payload))
+        await edge.dispatcher.wait_idle()
+        gateway = edge.gateway
+        assert isinstance(gateway, StoringGateway)
+        assert [m.message_id for m in gateway.messages] == ["20"]
+        assert "写失败 1（OSError: [Errno 28] No space left on device）" in edge.status_text()
+    finally:
+        await edge.stop()
