@@ -340,11 +340,11 @@ class Runtime:
         ids: dict[str, list[str]] = {}
         for message in messages:
             ids.setdefault(message.chat_id, []).append(message.message_id)
-        found: dict[tuple[str, str], StoredMessage] = {}
+        found: set[tuple[str, str, str, str]] = set()
         for chat_id, message_ids in ids.items():
             for stored in await self.store.get_messages(chat_id, list(dict.fromkeys(message_ids))):
-                found[(chat_id, stored.message_id)] = stored
-        return [_same(found.get((m.chat_id, m.message_id)), m) for m in messages]
+                found.add((chat_id, stored.message_id, stored.sender_id, stored.text))
+        return [(m.chat_id, m.message_id, m.sender_id, m.text) in found for m in messages]
 
     # -- what the bot sent --------------------------------------------------------------------------
 
@@ -411,10 +411,6 @@ class Runtime:
             persistence=self.persistence.statistics(),
             kernel=self.kernel.statistics(),
         )
-
-
-def _same(stored: StoredMessage | None, message: ChatMessage) -> bool:
-    return stored is not None and stored.sender_id == message.sender_id and stored.text == message.text
 
 
 def build_runtime(edge: EdgeContext) -> Runtime:
