@@ -8,6 +8,10 @@ A message's path: convert (never raises; a failure is logged and counted) -> a s
 answered and goes no further -> the unmute phrase lifts a quiet period -> a mute word addressed to the
 bot opens one (and the message reaches the runtime as not addressed, so it costs no model call) -> the
 message is queued for the gateway on its chat's worker.
+
+Every message frame is in the inbound journal (:mod:`plugins.greywind.journal`) from the moment the
+frame guard reads it; the edge settles it there once the message's job has handed it to the runtime,
+and at start re-delivers what an earlier run left (:mod:`plugins.greywind.journal_replay`).
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ from plugins.greywind.commands import (
     is_unmute_request,
     parse_command,
 )
-from plugins.greywind.convert import AddressingRules, convert_message, convert_poke
+from plugins.greywind.convert import AddressingRules, Inbound, convert_message, convert_poke
 from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError, DispatcherStatistics, Job
 from plugins.greywind.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, current_factory
+from plugins.greywind.journal import JOURNAL_DIR, InboundJournal, JournalKey, JournalStatistics
+from plugins.greywind.journal_replay import JournalReplay, event_key
 from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagStatistics
 from plugins.greywind.notices import apply_to_gates, interpret_notice
-from plugins.greywind.onebot_guard import FrameGuardStatistics
+from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics, GuardedAdapter
 from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
@@ -50,6 +56,9 @@ __all__ = ["Edge", "EdgeStatistics", "model_hint", "model_is_configured"]
 log = structlog.get_logger("greywind.edge")
 
 STOP_GRACE_SECONDS = 5.0
+# How often the journal looks for segments the store has committed.
+JOURNAL_RETIRE_SECONDS = 1.0
+JOURNAL_SEGMENT_BYTES = 4 * 1024 * 1024
 
 
 def model_is_configured(config: GreyWindConfig, env: Mapping[str, str] | None = None) -> bool:
@@ -85,6 +94,7 @@ class EdgeStatistics:
     outbound: OutboundStatistics
     frames: FrameGuardStatistics | None
     loop_lag: LoopLagStatistics
+    journal: JournalStatistics | None = None
 
 
 class Edge:
@@ -142,6 +152,17 @@ class Edge:
         self._task_group: TaskGroup | None = None
         self._messages = self._truncated = self._convert_failed = 0
         self._commands = self._quiet_requests = self._notices = self._dropped = 0
+        self.journal: InboundJournal | None = None
+        if config.bot.journal_mb:
+            max_bytes = config.bot.journal_mb * 1024 * 1024
+            self.journal = InboundJournal(
+                data_dir / JOURNAL_DIR,
+                segment_bytes=min(JOURNAL_SEGMENT_BYTES, max_bytes),
+                max_bytes=max_bytes,
+                progress=self._store_progress,
+                clock=clock,
+            )
+        self.replay = JournalReplay(self, answer_within=config.bot.replay_answer_minutes * 60)
 
     # -- lifespan -------------------------------------------------------------------------------
 
@@ -159,6 +180,16 @@ class Edge:
         task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
         self.collector.install()
         await self.gateway.start(_LocalFailures(task_group))  # type: ignore[arg-type]
+        if self.journal is not None:
+            # Before serving: what an earlier run read but did not store reaches the runtime first.
+            try:
+                await self.replay.run(self.journal.open())
+            except Exception:
+                # What was not handed over stays unsettled in the journal, for the next start.
+                log.exception("journal_replay_failed")
+            FrameGuard.on_event_frame = self.journal.append
+            GuardedAdapter.on_not_a_message = self.journal.settle_frame
+            task_group.start_soon(self._retire_journal, name="greywind-journal")
         log.info("edge_started", shadow_mode=self.shadow_mode, data_dir=str(self.context.data_dir))
 
     async def stop(self) -> None:
@@ -172,6 +203,10 @@ class Edge:
                 await self.gateway.stop()
         except Exception:
             log.exception("gateway_stop_failed")
+        if self.journal is not None:
+            # After the store's final flush: what is committed leaves the journal.
+            FrameGuard.on_event_frame = GuardedAdapter.on_not_a_message = None
+            self.journal.close()
         task_group, self._task_group = self._task_group, None
         if task_group is not None:
             task_group.cancel_scope.cancel()
@@ -186,6 +221,8 @@ class Edge:
     def bot_connected(self, self_id: str, bot: BotApi) -> None:
         self._bots[self_id] = bot
         log.info("bot_connected", self_id=self_id)
+        if self.replay.waiting and self._task_group is not None:
+            self._task_group.start_soon(self.replay.connected, self_id, name="greywind-replay")
 
     def bot_disconnected(self, self_id: str) -> None:
         self._bots.pop(self_id, None)
@@ -213,30 +250,42 @@ class Edge:
     # -- events ---------------------------------------------------------------------------------
 
     async def handle_message(self, event: MessageEvent) -> None:
+        key = event_key(event) if self.journal is not None else None
         try:
             inbound = convert_message(event, self._rules_for(str(event.self_id)), now=self.clock())
         except Exception:
             self._convert_failed += 1
             log.exception("convert_failed", message_id=getattr(event, "message_id", None))
+            self._settle(key)
             return
+        await self.deliver(inbound, key)
+
+    def command_of(self, inbound: Inbound) -> Command | Usage | None:
+        """The superuser command ``inbound`` is, if it is one."""
+        message = inbound.message
+        if message.from_self or message.sender_id not in self.superusers:
+            return None
+        return parse_command(inbound.body, chat_id=message.chat_id, prefix=self.config.bot.command_prefix)
+
+    async def deliver(self, inbound: Inbound, key: JournalKey | None = None) -> None:
+        """A converted message's path (commands, quiet words, the gateway); ``key`` is settled in the
+        journal once its job is done."""
         self._messages += 1
         message = inbound.message
         if inbound.truncated:
             self._truncated += 1
             log.info("message_truncated", chat_id=message.chat_id, message_id=message.message_id)
-        if not message.from_self and message.sender_id in self.superusers:
-            prefix = self.config.bot.command_prefix
-            command = parse_command(inbound.body, chat_id=message.chat_id, prefix=prefix)
-            if command is not None:
-                self._commands += 1
-                await self._submit(message.chat_id, partial(self._run_command, command, message))
-                return
+        command = self.command_of(inbound)
+        if command is not None:
+            self._commands += 1
+            await self.submit_settled(message.chat_id, partial(self._run_command, command, message), key)
+            return
         if not message.from_self:
             message = await self._quiet_words(message, inbound.body)
         if message.addressed:
             # Addressed messages are the ones that cost a model call: each gets one line; chatter none.
             self._log_addressed(message, inbound.how_addressed)
-        await self._submit(message.chat_id, partial(self.gateway.on_message, message))
+        await self.submit_settled(message.chat_id, partial(self.gateway.on_message, message), key)
 
     def _log_addressed(self, message: ChatMessage, how: str) -> None:
         log.info(
@@ -323,6 +372,36 @@ class Edge:
         except DispatcherClosedError:
             self._dropped += 1
 
+    async def submit_settled(self, chat_id: str, job: Job, key: JournalKey | None) -> None:
+        """Queue ``job``; once it has run, the journal's frame ``key`` is settled. A message dropped at
+        shutdown stays unsettled: the journal keeps it for the next start."""
+        if key is None:
+            await self._submit(chat_id, job)
+            return
+
+        async def then_settle() -> None:
+            try:
+                await job()
+            finally:
+                self._settle(key)
+
+        await self._submit(chat_id, then_settle)
+
+    def _settle(self, key: JournalKey | None) -> None:
+        if self.journal is not None:
+            self.journal.settle(key)
+
+    def _store_progress(self) -> tuple[int, int]:
+        """(writes handed to the store, writes committed) from a gateway that stores; (0, 0) else."""
+        progress = getattr(self.gateway, "store_progress", None)
+        return progress() if progress is not None else (0, 0)
+
+    async def _retire_journal(self) -> None:
+        assert self.journal is not None
+        while True:
+            await anyio.sleep(JOURNAL_RETIRE_SECONDS)
+            self.journal.retire()
+
     # -- introspection --------------------------------------------------------------------------
 
     def statistics(self) -> EdgeStatistics:
@@ -339,6 +418,7 @@ class Edge:
             outbound=self.outbound.statistics(),
             frames=self._frames() if self._frames is not None else None,
             loop_lag=self.loop_lag.statistics(),
+            journal=self.journal.statistics() if self.journal is not None else None,
         )
 
     def status_text(self) -> str:
@@ -357,6 +437,14 @@ class Edge:
             lines.append(
                 f"事件积压 {frames.backlog}（最多 {frames.max_backlog}），因积压丢弃 {frames.dropped}，"
                 f"非 JSON 帧 {frames.not_json}"
+            )
+        journal = stats.journal
+        if journal is not None and (journal.unsettled or journal.write_failures or journal.evicted):
+            lines.append(
+                f"入站日志 未入库 {journal.unsettled} 条（{journal.segments} 段，"
+                f"{journal.bytes / 1e6:.1f} MB），写失败 {journal.write_failures}"
+                + (f"（{journal.last_error}）" if journal.write_failures else "")
+                + (f"，超限丢弃保护 {journal.evicted} 条" if journal.evicted else "")
             )
         lag = stats.loop_lag
         lines.append(

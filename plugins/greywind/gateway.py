@@ -18,6 +18,12 @@ is logged and ends alone, the rest of the edge keeps running) -> ``on_message`` 
 ``on_notice`` calls (one chat's messages in arrival order; ``on_message`` should return once the
 message is ingested and let long work run in the task group) -> ``await gateway.stop()`` (flush, mark
 open sessions interrupted, close the store) -> the task group is cancelled.
+
+A gateway that stores messages also serves the edge's inbound journal with two optional methods:
+``store_progress() -> (handed, committed)`` (writes handed to its store writer, and how many of them
+are committed, in order) and ``async stored_already(messages) -> list[bool]`` (whether the store holds
+exactly each one). Without them the journal takes what was handed over as committed, and a replay
+skips nothing.
 """
 
 from __future__ import annotations

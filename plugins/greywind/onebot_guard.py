@@ -23,11 +23,12 @@ import asyncio
 import contextlib
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import structlog
-from nonebot.adapters.onebot.v11 import Adapter
+from nonebot.adapters.onebot.v11 import Adapter, Event, MessageEvent
 from nonebot.exception import WebSocketClosed
 
 __all__ = ["FrameGuard", "FrameGuardStatistics", "GuardedAdapter", "repair_segments"]
@@ -77,6 +78,10 @@ class _Counters:
 
 class FrameGuard:
     """Wraps the driver's WebSocket for the adapter's receive loop; everything else passes through."""
+
+    # Called with every event frame the moment it is read (parsed, and as received): the edge's
+    # inbound journal. It must not raise.
+    on_event_frame: ClassVar[Callable[[Any, str | bytes], None] | None] = None
 
     def __init__(
         self,
@@ -139,6 +144,8 @@ class FrameGuard:
                     self._deliver_result(parsed)
                     continue
                 counters.events += 1
+                if (journal := FrameGuard.on_event_frame) is not None:
+                    journal(parsed, data)
                 if repair_segments(parsed):
                     counters.repaired += 1
                     log.warning("onebot_segments_repaired", message_id=parsed.get("message_id"))
@@ -191,6 +198,17 @@ class GuardedAdapter(Adapter):
     max_backlog_bytes: ClassVar[int] = 64 * 1024 * 1024
     _counters: ClassVar[_Counters] = _Counters()
     _guards: ClassVar[set[FrameGuard]] = set()
+
+    # Called with every frame the adapter parses into anything but a message event (a message frame
+    # it could not parse never reaches the edge: the journal settles it here).
+    on_not_a_message: ClassVar[Callable[[Any], None] | None] = None
+
+    @classmethod
+    def json_to_event(cls, json_data: Any) -> Event | None:
+        event = super().json_to_event(json_data)
+        if not isinstance(event, MessageEvent) and (hook := cls.on_not_a_message) is not None:
+            hook(json_data)
+        return event
 
     @classmethod
     def configure(cls, *, max_events_in_flight: int, max_backlog_bytes: int) -> None:

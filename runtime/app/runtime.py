@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -325,6 +325,27 @@ class Runtime:
                 event.id, now, reason="recalled"
             ):
                 log.info("activation_withdrawn", chat_id=chat_id, event_id=event.id, reason="recalled")
+
+    # -- what the edge's inbound journal asks -----------------------------------------------------
+
+    def store_progress(self) -> tuple[int, int]:
+        """Writes handed to the store writer, and how many of them are done (committed, or rejected
+        and logged). The writer commits in order: once the second reaches an earlier first, everything
+        handed before then is in SQLite."""
+        stats = self.writer.statistics()
+        return stats.enqueued, stats.written + stats.rejected
+
+    async def stored_already(self, messages: Sequence[ChatMessage]) -> list[bool]:
+        """For each message, whether the store holds exactly it (same chat, id, sender and text): a
+        journal replay skips those rather than ingest and answer them twice."""
+        ids: dict[str, list[str]] = {}
+        for message in messages:
+            ids.setdefault(message.chat_id, []).append(message.message_id)
+        found: set[tuple[str, str, str, str]] = set()
+        for chat_id, message_ids in ids.items():
+            for stored in await self.store.get_messages(chat_id, list(dict.fromkeys(message_ids))):
+                found.add((chat_id, stored.message_id, stored.sender_id, stored.text))
+        return [(m.chat_id, m.message_id, m.sender_id, m.text) in found for m in messages]
 
     # -- what the bot sent --------------------------------------------------------------------------
 

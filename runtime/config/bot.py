@@ -14,6 +14,8 @@
     max_inflight = 64            # messages handed to the runtime at once (one chat's stay in order)
     max_events_in_flight = 256   # events NoneBot handles at once; more wait as raw frames ...
     event_backlog_mb = 64        # ... up to this much, then the oldest are dropped (floods only)
+    journal_mb = 256             # inbound journal: message frames on disk until stored (0: off)
+    replay_answer_minutes = 10   # journaled messages re-delivered at start are answered if this young
 
     [outbound]
     max_per_minute = 20          # all sends of the account together (QQ restricts fast senders)
@@ -46,6 +48,12 @@ class BotConfig(Section):
     # oldest are dropped (only under a flood faster than the bot can handle).
     max_events_in_flight: int = Field(default=256, ge=1, le=100_000)
     event_backlog_mb: int = Field(default=64, ge=1, le=4_096)
+    # Every message frame is journaled the moment it is read, until SQLite has it (a kill -9 then
+    # loses only what was not yet read); the journal never holds more than this (0 turns it off).
+    journal_mb: int = Field(default=256, ge=0, le=65_536)
+    # Journaled messages re-delivered at start: addressed ones this young are answered, older
+    # ones are only stored.
+    replay_answer_minutes: int = Field(default=10, ge=0, le=24 * 60)
 
     @field_validator("mute_words")
     @classmethod
