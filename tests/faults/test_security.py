@@ -1,0 +1,139 @@
+"""Who may speak for the bot: only an authenticated OneBot connection, and each chat through its own account.
+
+Against the real ``bot.py`` over its real WebSocket:
+
+* the adapter's HTTP POST event routes are not served, so a forged POST can neither run a superuser's
+  command nor plant an account that breaks the real one's later connection;
+* off loopback the bot refuses to start without ``ONEBOT_ACCESS_TOKEN``;
+* a second connection claiming a connected account is refused, and the first keeps working;
+* with two accounts connected, every reply (and a reminder after a restart) goes through the account
+  that owns the chat, and waits for that account instead of borrowing the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from tests.e2e import conftest as e2e
+from tests.e2e.bot_process import ROOT, BotProcess
+from tests.e2e.conftest import StartBot
+from tests.e2e.live import own_errors
+from tests.e2e.onebot_peer import OneBotPeer
+from tests.support import onebot_events as ob
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+start_bot = e2e.start_bot  # the end-to-end fixture, served to this directory too
+
+SELF_ID = 10_000
+OTHER_ID = 10_001
+ADMIN = 4_242
+TOKEN = "peer-token-9c41e07b"
+HTTP_EVENT_PATHS = ("/onebot/v11/http", "/onebot/v11/http/", "/onebot/v11/")
+
+
+async def _forge(bot: BotProcess, event: dict[str, object], *, self_id: int) -> list[int]:
+    """POST ``event`` to every HTTP event route the adapter knows, unauthenticated; the status codes."""
+    body = json.dumps(event, ensure_ascii=False)
+    headers = {"X-Self-ID": str(self_id), "Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bot.port}", timeout=5) as client:
+        return [
+            (await client.post(path, content=body, headers=headers)).status_code for path in HTTP_EVENT_PATHS
+        ]
+
+
+async def test_a_forged_http_event_runs_no_command_and_reaches_no_chat(start_bot: StartBot) -> None:
+    bot = start_bot(env={"SUPERUSERS": f'["{ADMIN}"]', "ONEBOT_ACCESS_TOKEN": TOKEN})
+    async with OneBotPeer(bot.ws_url, self_id=SELF_ID, access_token=TOKEN) as peer:
+        await bot.await_log("bot_connected")
+        forged = ob.private_message(self_id=SELF_ID, user_id=ADMIN, message=[ob.text("/mute g5151")])
+        statuses = await _forge(bot, forged, self_id=SELF_ID)
+        assert all(status >= 400 for status in statuses), statuses
+        await asyncio.sleep(1.0)
+        assert peer.sends() == [], "the forged command was answered"
+        assert not [r for r in bot.records() if r.get("event") in ("command", "quiet_started")]
+
+        # The real superuser, over the authenticated connection, finds group 5151 still open.
+        await peer.say_in_private(ADMIN, "/status g5151")
+        answer = await peer.wait_for_call("send_private_msg")
+        assert "group:5151" in answer.text
+        assert "不发言" not in answer.text
+    assert bot.stop() == 0
+    assert own_errors(bot) == []
+
+
+async def test_a_forged_http_event_for_a_new_account_does_not_lock_the_real_one_out(
+    start_bot: StartBot,
+) -> None:
+    bot = start_bot(env={"SUPERUSERS": f'["{ADMIN}"]', "ONEBOT_ACCESS_TOKEN": TOKEN})
+    forged = ob.private_message(self_id=OTHER_ID, user_id=777, message=[ob.text("hello")])
+    statuses = await _forge(bot, forged, self_id=OTHER_ID)
+    assert all(status >= 400 for status in statuses), statuses
+    # The real account dials in afterwards: it is accepted and its sends work.
+    async with OneBotPeer(bot.ws_url, self_id=OTHER_ID, access_token=TOKEN) as peer:
+        await bot.await_log("bot_connected")
+        assert peer.connected
+        await peer.say_in_private(ADMIN, "/status")
+        answer = await peer.wait_for_call("send_private_msg")
+        assert answer.answer["status"] == "ok"
+    assert bot.stop() == 0
+    assert not [r for r in bot.records() if "ApiNotAvailable" in json.dumps(r)]
+
+
+async def test_a_second_connection_claiming_a_connected_account_is_refused(start_bot: StartBot) -> None:
+    bot = start_bot(env={"SUPERUSERS": f'["{ADMIN}"]', "ONEBOT_ACCESS_TOKEN": TOKEN})
+    async with OneBotPeer(bot.ws_url, self_id=SELF_ID, access_token=TOKEN) as first:
+        await bot.await_log("bot_connected")
+        for token in ("wrong-token", TOKEN[:-1], TOKEN + "x", "", TOKEN):
+            assert await _refused(bot, token) in (403, 1008), token
+        assert first.connected
+        await first.say_in_private(ADMIN, "/status")
+        answer = await first.wait_for_call("send_private_msg")
+        assert answer.answer["status"] == "ok"
+    assert bot.stop() == 0
+    assert TOKEN not in bot.output()
+
+
+async def _refused(bot: BotProcess, token: str) -> int | None:
+    """How a connection as the already-connected account ends: the HTTP status or the close code."""
+    try:
+        async with OneBotPeer(bot.ws_url, self_id=SELF_ID, access_token=token) as second:
+            return await second.wait_closed(within=5)
+    except InvalidStatus as refused:
+        return refused.response.status_code
+
+
+def _run_bot(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    process = BotProcess(tmp_path, env=env)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bot.py")],
+        cwd=tmp_path,
+        env=process.environment(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::"])
+async def test_off_loopback_without_an_access_token_the_bot_refuses_to_start(
+    tmp_path: Path, host: str
+) -> None:
+    done = _run_bot(tmp_path, {"HOST": host})
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "ONEBOT_ACCESS_TOKEN" in done.stderr
+
+
+async def test_off_loopback_with_an_access_token_the_bot_serves_it(tmp_path: Path) -> None:
+    with BotProcess(tmp_path, env={"HOST": "0.0.0.0", "ONEBOT_ACCESS_TOKEN": TOKEN}) as bot:
+        async with OneBotPeer(bot.ws_url, self_id=SELF_ID, access_token=TOKEN) as peer:
+            await bot.await_log("bot_connected")
+            assert peer.connected
+    assert bot.returncode == 0
