@@ -25,6 +25,7 @@ import structlog
 from anyio.abc import TaskGroup
 from nonebot.adapters.onebot.v11 import MessageEvent, NoticeEvent, PokeNotifyEvent
 
+from plugins.greywind.accounts import OWNERS_FILE, ChatOwners
 from plugins.greywind.commands import (
     Command,
     Usage,
@@ -39,7 +40,7 @@ from plugins.greywind.gateway import EdgeContext, RuntimeFactory, RuntimeGateway
 from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagStatistics
 from plugins.greywind.notices import apply_to_gates, interpret_notice
 from plugins.greywind.onebot_guard import FrameGuardStatistics
-from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
+from plugins.greywind.outbound import Account, BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
@@ -109,9 +110,10 @@ class Edge:
         self.model_configured = model_is_configured(config, env)
         self.shadow_mode = config.bot.shadow_mode or not self.model_configured
         self._bots: dict[str, BotApi] = {}
+        self.owners = ChatOwners(data_dir / OWNERS_FILE)
         self.gates = ChatGates()
         self.outbound = Outbound(
-            bot=self._current_bot,
+            bot=self._account_for,
             bucket=TokenBucket(config.outbound.max_per_minute, config.outbound.burst),
             gates=self.gates,
             clock=clock,
@@ -191,8 +193,16 @@ class Edge:
         self._bots.pop(self_id, None)
         log.warning("bot_disconnected", self_id=self_id)
 
-    def _current_bot(self) -> BotApi | None:
-        return next(iter(self._bots.values()), None)
+    def _account_for(self, chat_id: str) -> Account | None:
+        """The account that owns ``chat_id``, while it is connected. A chat no account has delivered
+        yet (an admin command aimed at it) goes through the only account, when only one is connected."""
+        owner = self.owners.owner(chat_id)
+        if owner is None:
+            if len(self._bots) == 1:
+                return Account(*next(iter(self._bots.items())))
+            return None
+        bot = self._bots.get(owner)
+        return Account(owner, bot) if bot is not None else None
 
     def rename(self, names: tuple[str, ...]) -> None:
         """Address by these names from the next message on (the persona was reloaded)."""
@@ -221,6 +231,7 @@ class Edge:
             return
         self._messages += 1
         message = inbound.message
+        self.owners.claim(message.chat_id, str(event.self_id))
         if inbound.truncated:
             self._truncated += 1
             log.info("message_truncated", chat_id=message.chat_id, message_id=message.message_id)
@@ -302,6 +313,7 @@ class Edge:
                 poke = convert_poke(event, self._rules_for(self_id), now=now)
                 if poke is not None:
                     self._messages += 1
+                    self.owners.claim(poke.chat_id, self_id)
                     self._log_addressed(poke, "poke")
                     await self._submit(poke.chat_id, partial(self.gateway.on_message, poke))
                 return
@@ -352,6 +364,7 @@ class Edge:
             f"已发送 {out.sent_parts} 条，影子 {out.shadow_parts} 条，发送失败 {out.failed_sends}，"
             f"限速 {out.rate.rate_per_minute:.0f}/分钟（余 {out.rate.tokens:.1f}）",
         ]
+        lines.append(self._accounts_line())
         if stats.frames is not None:
             frames = stats.frames
             lines.append(
@@ -368,6 +381,17 @@ class Edge:
         if closed:
             lines.append("不发言：" + "，".join(f"{chat}（{v.reason}）" for chat, v in closed.items()))
         return "\n".join(lines)
+
+    def _accounts_line(self) -> str:
+        owned = self.owners.chats_per_account()
+        accounts = sorted(set(self._bots) | set(owned))
+        if not accounts:
+            return "账号：未连接"
+        shown = []
+        for account in accounts:
+            state = "" if account in self._bots else "未连接，"
+            shown.append(f"{account}（{state}{owned.get(account, 0)} 个聊天）")
+        return "账号：" + "，".join(shown)
 
 
 class _LocalFailures:

@@ -25,7 +25,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 import structlog
@@ -33,6 +33,7 @@ import structlog
 from runtime.kernel.message import ChatKind, parse_chat_id
 
 __all__ = [
+    "Account",
     "BotApi",
     "ChatGates",
     "GateVerdict",
@@ -223,6 +224,13 @@ class BotApi(Protocol):
     async def call_api(self, api: str, **data: Any) -> Any: ...
 
 
+class Account(NamedTuple):
+    """The QQ account a chat's sends go through: its id (``self_id``) and its connection."""
+
+    self_id: str
+    bot: BotApi
+
+
 @dataclass(frozen=True, slots=True)
 class SentRecord:
     """One message part the bot sent (or, in shadow mode, would have sent)."""
@@ -258,12 +266,16 @@ class OutboundStatistics:
 
 
 class Outbound:
-    """Sends text to chats through the connected bot; see the module docstring for the rules."""
+    """Sends text to chats through the account that owns each; see the module docstring for the rules.
+
+    ``bot(chat_id)`` is that chat's account while it is connected, else None (the send is refused as
+    ``no_connection``; no other account stands in).
+    """
 
     def __init__(
         self,
         *,
-        bot: Callable[[], BotApi | None],
+        bot: Callable[[str], Account | None],
         bucket: TokenBucket,
         gates: ChatGates,
         clock: Callable[[], float] = time.time,
@@ -376,14 +388,14 @@ class Outbound:
             # The retry drops the quote: a recalled or expired quoted message is a common cause of failure.
             quote = [{"type": "reply", "data": {"id": reply_to}}] if reply_to and attempt == 1 else []
             params = {**target, "message": [*quote, text_segment]}
-            bot = self._bot()
-            if bot is None:
+            account = self._bot(chat_id)
+            if account is None:
                 reason = "no_connection"
             else:
                 await self.bucket.acquire()
                 try:
                     with anyio.fail_after(self._send_timeout):
-                        result = await bot.call_api(api, **params)
+                        result = await account.bot.call_api(api, **params)
                 except Exception as exc:  # the adapter's ActionFailed / NetworkError, a timeout, ...
                     reason = "failed"
                     log.warning("send_failed", chat_id=chat_id, attempt=attempt, error=repr(exc)[:300])

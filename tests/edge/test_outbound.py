@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from plugins.greywind.outbound import ChatGates, Outbound, SentRecord, TokenBucket, split_reply
+from plugins.greywind.outbound import Account, ChatGates, Outbound, SentRecord, TokenBucket, split_reply
 from tests.edge.helpers import FakeBot, FakeTime
 
 
@@ -14,7 +14,7 @@ def make_outbound(
 ) -> tuple[Outbound, list[SentRecord]]:
     records: list[SentRecord] = []
     outbound = Outbound(
-        bot=lambda: bot,
+        bot=lambda _chat: Account("10000", bot) if bot is not None else None,
         bucket=TokenBucket(per_minute, burst, clock=time, sleep=time.sleep),
         gates=ChatGates(),
         clock=time,

@@ -25,9 +25,10 @@ from websockets.exceptions import InvalidStatus
 from tests.e2e import conftest as e2e
 from tests.e2e.bot_process import ROOT, BotProcess
 from tests.e2e.conftest import StartBot
-from tests.e2e.live import own_errors
+from tests.e2e.live import TaggedModel, connected_peer, own_errors, reply_text, steps, tag, tool_call
 from tests.e2e.onebot_peer import OneBotPeer
 from tests.support import onebot_events as ob
+from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 start_bot = e2e.start_bot  # the end-to-end fixture, served to this directory too
@@ -137,3 +138,67 @@ async def test_off_loopback_with_an_access_token_the_bot_serves_it(tmp_path: Pat
             await bot.await_log("bot_connected")
             assert peer.connected
     assert bot.returncode == 0
+
+
+# -- two accounts: each chat through the account that owns it -------------------------------------
+
+ROUTING_CONFIG = """
+[scheduling]
+high_delay_ms = 200
+medium_delay_ms = 300
+
+[outbound]
+max_per_minute = 600
+burst = 100
+retry_delay_ms = 200
+"""
+GROUP_A = 800_501
+GROUP_B = 800_502
+REMINDER_SECONDS = 4
+
+
+def _addressed(peer: OneBotPeer, group: int, text: str) -> dict[str, object]:
+    return ob.group_message(
+        self_id=peer.self_id, group_id=group, user_id=601, message=[ob.at(peer.self_id), ob.text(f" {text}")]
+    )
+
+
+async def test_each_chat_is_answered_through_its_own_account_even_after_a_restart(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    model = TaggedModel(openai_server)
+    model.on(
+        "rem",
+        steps(
+            tool_call(
+                "schedule_message", delay_minutes=REMINDER_SECONDS / 60, text=f"该喝水了{tag('drink')}"
+            ),
+            reply_text(f"好，到点提醒{tag('rem')}"),
+        ),
+    )
+    first = start_bot(model=openai_server, config=ROUTING_CONFIG)
+    async with (
+        connected_peer(first, self_id=SELF_ID) as a,
+        connected_peer(first, self_id=OTHER_ID) as b,
+    ):
+        await a.post(_addressed(a, GROUP_A, f"{tag('ra')}你好"))
+        await b.post(_addressed(b, GROUP_B, f"{tag('rb')}你好"))
+        await a.wait_for_call("send_group_msg", lambda c: tag("ra") in c.text, within=15)
+        await b.wait_for_call("send_group_msg", lambda c: tag("rb") in c.text, within=15)
+        await b.post(_addressed(b, GROUP_B, f"{tag('rem')}{REMINDER_SECONDS}秒后提醒我喝水"))
+        await b.wait_for_call("send_group_msg", lambda c: tag("rem") in c.text, within=15)
+        assert {c.params["group_id"] for c in a.sends()} == {GROUP_A}
+        assert {c.params["group_id"] for c in b.sends()} == {GROUP_B}
+    assert first.stop() == 0
+
+    # After the restart only the other account is back: the reminder waits for its own account.
+    second = start_bot(model=openai_server, config=ROUTING_CONFIG)
+    async with connected_peer(second, self_id=SELF_ID) as a:
+        await asyncio.sleep(REMINDER_SECONDS + 3)
+        assert [c for c in a.sends() if "喝水" in c.text] == []
+        async with connected_peer(second, self_id=OTHER_ID) as b:
+            reminder = await b.wait_for_call("send_group_msg", lambda c: "喝水" in c.text, within=15)
+            assert reminder.params["group_id"] == GROUP_B
+        assert a.sends() == []
+    assert second.stop() == 0
+    assert own_errors(first) == own_errors(second) == []
