@@ -7,7 +7,8 @@ imports no NoneBot machinery beyond the OneBot event models, so tests build it d
 A message's path: convert (never raises; a failure is logged and counted) -> a superuser command is
 answered and goes no further -> the unmute phrase lifts a quiet period -> a mute word addressed to the
 bot opens one (and the message reaches the runtime as not addressed, so it costs no model call) -> the
-message is queued for the gateway on its chat's worker.
+message is queued for the gateway on its chat's worker. The phrase lifts only a quiet period a member
+asked for; a superuser's ``/mute`` is lifted by ``/unmute`` alone.
 """
 
 from __future__ import annotations
@@ -40,7 +41,16 @@ from plugins.greywind.gateway import EdgeContext, RuntimeFactory, RuntimeGateway
 from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagStatistics
 from plugins.greywind.notices import apply_to_gates, interpret_notice
 from plugins.greywind.onebot_guard import FrameGuardStatistics
-from plugins.greywind.outbound import Account, BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
+from plugins.greywind.outbound import (
+    QUIET_ASKED,
+    QUIET_IMPOSED,
+    Account,
+    BotApi,
+    ChatGates,
+    Outbound,
+    OutboundStatistics,
+    TokenBucket,
+)
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
@@ -263,16 +273,20 @@ class Edge:
         chat = message.chat_id
         bot_config = self.config.bot
         now = self.clock()
-        quiet = self.gates.verdict(chat, now).reason == "quiet"
-        if quiet and is_unmute_request(message.text, bot_config.unmute_phrase):
-            self.gates.unquiet(chat)
-            log.info("quiet_lifted", chat_id=chat, by=message.sender_id)
-            await self._submit(chat, partial(self._tell_control_unmute, chat, message.sender_id))
+        verdict = self.gates.verdict(chat, now)
+        if verdict.reason == "quiet" and is_unmute_request(message.text, bot_config.unmute_phrase):
+            # A member lifts only a quiet period members asked for; a superuser's /mute stays.
+            if self.gates.unquiet(chat, only=QUIET_ASKED):
+                log.info("quiet_lifted", chat_id=chat, by=message.sender_id)
+                await self._submit(chat, partial(self._tell_control_unmute, chat, message.sender_id))
+            else:
+                log.info("quiet_lift_refused", chat_id=chat, by=message.sender_id, kind=verdict.kind)
             return message
         if message.addressed and is_mute_request(body, bot_config.mute_words):
             self._quiet_requests += 1
             until = now + bot_config.quiet_minutes * 60
-            self.gates.quiet(chat, until)
+            if not self.gates.quiet(chat, until, QUIET_ASKED, now=now):
+                return replace(message, addressed=False)  # a superuser's mute is already in force
             log.info("quiet_requested", chat_id=chat, by=message.sender_id, minutes=bot_config.quiet_minutes)
             await self._submit(chat, partial(self._tell_control_mute, chat, until, message))
             # The runtime still records the message, but it no longer calls for an answer.
@@ -292,7 +306,8 @@ class Edge:
     async def _run_command(self, command: Command | Usage, message: ChatMessage) -> None:
         now = self.clock()
         if isinstance(command, Command) and command.name == "mute":
-            self.gates.quiet(command.chat_id, now + command.seconds if command.seconds else None)
+            until = now + command.seconds if command.seconds else None
+            self.gates.quiet(command.chat_id, until, QUIET_IMPOSED)
         elif isinstance(command, Command) and command.name == "unmute":
             self.gates.unquiet(command.chat_id)
         name = command.name if isinstance(command, Command) else "usage"
@@ -379,7 +394,7 @@ class Edge:
         )
         closed = self.gates.closed(self.clock())
         if closed:
-            lines.append("不发言：" + "，".join(f"{chat}（{v.reason}）" for chat, v in closed.items()))
+            lines.append("不发言：" + "，".join(f"{chat} {v.label}" for chat, v in closed.items()))
         return "\n".join(lines)
 
     def _accounts_line(self) -> str:

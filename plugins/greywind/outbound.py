@@ -4,7 +4,7 @@
   (``outbound.max_per_minute``, ``outbound.burst``); QQ restricts accounts that send too fast.
   Waiters are served in call order: each ``acquire()`` reserves the next slot and sleeps until it.
 * :class:`ChatGates` — where the bot must not speak: a group that muted the bot (until the ban ends
-  or is lifted) and a quiet period someone asked for ("闭嘴").
+  or is lifted) and a quiet period, asked for by a member ("闭嘴") or imposed by a superuser (/mute).
 * :func:`split_reply` — a long reply is cut to ``bot.max_reply_chars`` and sent as parts of about
   ``bot.split_at`` characters, broken at line or sentence ends where possible.
 * :class:`Outbound` — ``await send(chat_id, text, reply_to=...)``: gate, split, rate limit, one retry on
@@ -33,12 +33,15 @@ import structlog
 from runtime.kernel.message import ChatKind, parse_chat_id
 
 __all__ = [
+    "QUIET_ASKED",
+    "QUIET_IMPOSED",
     "Account",
     "BotApi",
     "ChatGates",
     "GateVerdict",
     "Outbound",
     "OutboundStatistics",
+    "QuietPeriod",
     "SendResult",
     "SentRecord",
     "TokenBucket",
@@ -134,21 +137,42 @@ class TokenBucketStatistics:
     waited_seconds: float
 
 
+QUIET_ASKED = "asked"  # a member said a mute word: the unmute phrase lifts it
+QUIET_IMPOSED = "imposed"  # a superuser's /mute: only /unmute lifts it
+QUIET_KINDS = (QUIET_ASKED, QUIET_IMPOSED)
+_QUIET_LABELS = {QUIET_ASKED: "成员要求", QUIET_IMPOSED: "管理员"}
+
+
+class QuietPeriod(NamedTuple):
+    until: float | None  # None: until lifted
+    kind: str  # QUIET_ASKED | QUIET_IMPOSED
+
+
 @dataclass(frozen=True, slots=True)
 class GateVerdict:
     open: bool
     reason: str  # "open" | "muted" (the platform banned the bot) | "quiet" (asked to be quiet)
     until: float | None = None
+    kind: str | None = None  # of a quiet period: QUIET_ASKED | QUIET_IMPOSED
+
+    @property
+    def label(self) -> str:
+        """The reason as ``/status`` shows it: ``quiet（管理员）`` for a superuser's mute."""
+        return f"{self.reason}（{_QUIET_LABELS[self.kind]}）" if self.kind in _QUIET_LABELS else self.reason
 
 
 class ChatGates:
-    """Per-chat send gates. ``until=None`` means until lifted."""
+    """Per-chat send gates. ``until=None`` means until lifted.
+
+    A quiet period is of one of two kinds: one a member asked for (a mute word) and one a superuser
+    imposed (``/mute``). Members lift only the first; an asked one never replaces an imposed one.
+    """
 
     __slots__ = ("_muted", "_quiet")
 
     def __init__(self) -> None:
         self._muted: dict[str, float | None] = {}
-        self._quiet: dict[str, float | None] = {}
+        self._quiet: dict[str, QuietPeriod] = {}
 
     def mute(self, chat_id: str, until: float | None) -> None:
         self._muted[chat_id] = until
@@ -160,23 +184,47 @@ class ChatGates:
         del self._muted[chat_id]
         return True
 
-    def quiet(self, chat_id: str, until: float | None) -> None:
-        self._quiet[chat_id] = until
+    def quiet(
+        self, chat_id: str, until: float | None, kind: str = QUIET_IMPOSED, *, now: float | None = None
+    ) -> bool:
+        """Open a quiet period; False (nothing changed) when an asked one would replace a live
+        imposed one (``now`` None: any imposed one counts as live)."""
+        if kind not in QUIET_KINDS:
+            raise ValueError(f"unknown quiet kind {kind!r}")
+        current = self._quiet.get(chat_id)
+        if (
+            kind == QUIET_ASKED
+            and current is not None
+            and current.kind == QUIET_IMPOSED
+            and (current.until is None or now is None or current.until > now)
+        ):
+            return False
+        self._quiet[chat_id] = QuietPeriod(until, kind)
+        return True
 
-    def unquiet(self, chat_id: str) -> bool:
-        """End a quiet period; False when there was none."""
-        if chat_id not in self._quiet:
+    def unquiet(self, chat_id: str, *, only: str | None = None) -> bool:
+        """End a quiet period (``only``: if it is of that kind); False when none was ended."""
+        current = self._quiet.get(chat_id)
+        if current is None or (only is not None and current.kind != only):
             return False
         del self._quiet[chat_id]
         return True
 
+    def quiet_periods(self, now: float) -> dict[str, QuietPeriod]:
+        """The quiet periods still running (for saving them)."""
+        return {chat: q for chat, q in self._quiet.items() if q.until is None or q.until > now}
+
     def verdict(self, chat_id: str, now: float) -> GateVerdict:
-        for reason, table in (("muted", self._muted), ("quiet", self._quiet)):
-            if chat_id in table:
-                until = table[chat_id]
-                if until is None or until > now:
-                    return GateVerdict(False, reason, until)
-                del table[chat_id]
+        if chat_id in self._muted:
+            until = self._muted[chat_id]
+            if until is None or until > now:
+                return GateVerdict(False, "muted", until)
+            del self._muted[chat_id]
+        quiet = self._quiet.get(chat_id)
+        if quiet is not None:
+            if quiet.until is None or quiet.until > now:
+                return GateVerdict(False, "quiet", quiet.until, quiet.kind)
+            del self._quiet[chat_id]
         return GateVerdict(True, "open")
 
     def closed(self, now: float) -> dict[str, GateVerdict]:

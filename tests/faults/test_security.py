@@ -202,3 +202,57 @@ async def test_each_chat_is_answered_through_its_own_account_even_after_a_restar
         assert a.sends() == []
     assert second.stop() == 0
     assert own_errors(first) == own_errors(second) == []
+
+
+# -- quiet periods: who may lift which ------------------------------------------------------------
+
+QUIET_GROUP = 800_601
+ASKED_GROUP = 800_602
+MEMBER = 603
+PHRASE = "灰风说话"  # the shipped bot.unmute_phrase
+
+
+async def _admin(peer: OneBotPeer, command: str) -> str:
+    before = len(peer.calls)
+    await peer.say_in_private(ADMIN, command)
+    return (await peer.wait_for_call("send_private_msg", after=before, within=10)).text
+
+
+async def _answered(peer: OneBotPeer, group: int, name: str, *, within: float) -> bool:
+    await peer.post(_addressed(peer, group, f"{tag(name)}在吗"))
+    try:
+        await peer.wait_for_call("send_group_msg", lambda c: tag(name) in c.text, within=within)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def test_a_member_lifts_a_quiet_period_members_asked_for_but_not_a_superusers_mute(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    TaggedModel(openai_server)  # answers every tagged message with its tag
+    env = {"SUPERUSERS": f'["{ADMIN}"]'}
+    first = start_bot(model=openai_server, config=ROUTING_CONFIG, env=env)
+    async with connected_peer(first, self_id=SELF_ID) as peer:
+        # Asked for by a member: the phrase lifts it.
+        await peer.post(_addressed(peer, ASKED_GROUP, "闭嘴"))
+        await first.await_log("quiet_started", lambda r: r.get("chat_id") == f"group:{ASKED_GROUP}")
+        await peer.say_in_group(ASKED_GROUP, MEMBER, PHRASE)
+        assert await _answered(peer, ASKED_GROUP, "asked", within=10)
+
+        # Imposed by a superuser: the phrase does not.
+        assert "/unmute" in await _admin(peer, f"/mute g{QUIET_GROUP}")
+        await peer.say_in_group(QUIET_GROUP, MEMBER, PHRASE)
+        assert not await _answered(peer, QUIET_GROUP, "q1", within=3)
+        assert "quiet（管理员）" in await _admin(peer, f"/status g{QUIET_GROUP}")
+    assert first.stop() == 0
+
+    second = start_bot(model=openai_server, config=ROUTING_CONFIG, env=env)
+    async with connected_peer(second, self_id=SELF_ID) as peer:
+        await peer.say_in_group(QUIET_GROUP, MEMBER, PHRASE)
+        assert not await _answered(peer, QUIET_GROUP, "q2", within=3)
+        assert "quiet（管理员）" in await _admin(peer, f"/status g{QUIET_GROUP}")
+        assert "已解除安静" in await _admin(peer, f"/unmute g{QUIET_GROUP}")
+        assert await _answered(peer, QUIET_GROUP, "q3", within=10)
+    assert second.stop() == 0
+    assert own_errors(first) == own_errors(second) == []
