@@ -51,6 +51,7 @@ from plugins.greywind.outbound import (
     OutboundStatistics,
     TokenBucket,
 )
+from plugins.greywind.restriction import RestrictionCircuits
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
@@ -132,6 +133,12 @@ class Edge:
             retry_delay=config.outbound.retry_delay_ms / 1000,
             send_timeout=config.outbound.send_timeout_ms / 1000,
             shadow_mode=self.shadow_mode,
+            circuits=RestrictionCircuits(
+                after_failures=config.outbound.restriction_failures,
+                pause=config.outbound.restriction_pause_ms / 1000,
+                max_pause=config.outbound.restriction_pause_max_ms / 1000,
+                clock=clock,
+            ),
         )
         self.dispatcher = Dispatcher(workers=config.bot.max_inflight)
         self.loop_lag = LoopLagMonitor()
@@ -399,12 +406,23 @@ class Edge:
 
     def _accounts_line(self) -> str:
         owned = self.owners.chats_per_account()
-        accounts = sorted(set(self._bots) | set(owned))
+        circuits = {c.account: c for c in self.outbound.circuits.statistics()}
+        accounts = sorted(set(self._bots) | set(owned) | set(circuits))
         if not accounts:
             return "账号：未连接"
+        now = self.clock()
         shown = []
         for account in accounts:
             state = "" if account in self._bots else "未连接，"
+            circuit = circuits.get(account)
+            if circuit is not None and circuit.paused_until is not None:
+                left = max(0, round(circuit.paused_until - now))
+                state += (
+                    f"疑似风控，暂停发送（第 {circuit.pauses} 次，{circuit.pause_seconds:.0f} 秒，"
+                    f"还剩 {left} 秒，已拒发 {circuit.refused}），"
+                )
+            elif circuit is not None and circuit.total_pauses:
+                state += f"曾暂停 {circuit.total_pauses} 次，"
             shown.append(f"{account}（{state}{owned.get(account, 0)} 个聊天）")
         return "账号：" + "，".join(shown)
 

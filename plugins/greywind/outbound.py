@@ -9,9 +9,10 @@
   ``bot.split_at`` characters, broken at line or sentence ends where possible.
 * :class:`Outbound` — ``await send(chat_id, text, reply_to=...)``: gate, split, rate limit, one retry on
   a failed send (without the quote, which may have been recalled), every part recorded through the
-  ``on_sent`` callback. Shadow mode sends nothing and
-  records what would have been sent. Text goes out as a segment array, never as a CQ string, so a
-  model writing ``[CQ:at,qq=all]`` cannot @ everyone.
+  ``on_sent`` callback. Each chat's sends go through the account that owns it, and an account whose
+  sends fail like a restricted account's is paused (:mod:`plugins.greywind.restriction`). Shadow mode
+  sends nothing and records what would have been sent. Text goes out as a segment array, never as a
+  CQ string, so a model writing ``[CQ:at,qq=all]`` cannot @ everyone.
 
 Decisions (gate verdicts, send results) are values; a send that fails twice is a ``SendResult`` with
 ``reason="failed"``, never an exception to the caller.
@@ -30,6 +31,12 @@ from typing import Any, NamedTuple, Protocol
 import anyio
 import structlog
 
+from plugins.greywind.restriction import (
+    AccountCircuitStatistics,
+    Outcome,
+    RestrictionCircuits,
+    is_restriction_like,
+)
 from runtime.kernel.message import ChatKind, parse_chat_id
 
 __all__ = [
@@ -295,7 +302,8 @@ class SentRecord:
 class SendResult:
     chat_id: str
     sent: bool
-    # "sent" | "shadow" | "muted" | "quiet" | "empty" | "no_connection" | "failed"
+    # "sent" | "shadow" | "muted" | "quiet" | "empty" | "no_connection" | "restricted" (the account's
+    # sends are paused, plugins.greywind.restriction) | "failed"
     reason: str
     parts: tuple[str, ...] = ()
     message_ids: tuple[str, ...] = ()
@@ -311,6 +319,7 @@ class OutboundStatistics:
     retries: int
     shadow_mode: bool
     rate: TokenBucketStatistics
+    accounts: tuple[AccountCircuitStatistics, ...] = ()
 
 
 class Outbound:
@@ -335,8 +344,10 @@ class Outbound:
         shadow_mode: bool = False,
         on_sent: Callable[[SentRecord], None] | None = None,
         remember_ids: int = 4_096,
+        circuits: RestrictionCircuits | None = None,
     ) -> None:
         self._bot = bot
+        self.circuits = circuits or RestrictionCircuits(clock=clock)
         self.bucket = bucket
         self.gates = gates
         self._clock = clock
@@ -416,7 +427,10 @@ class Outbound:
             message_id, tries, reason = await self._send_one(chat_id, part, quote)
             attempts += tries
             if message_id is None:
-                self._failed += 1
+                if reason == "restricted":
+                    self._refuse(chat_id, reason)
+                else:
+                    self._failed += 1
                 sent = tuple(parts[:index])
                 return SendResult(chat_id, bool(ids), reason, sent, tuple(ids), attempts)
             ids.append(message_id)
@@ -440,15 +454,33 @@ class Outbound:
             if account is None:
                 reason = "no_connection"
             else:
+                if self.circuits.paused(account.self_id):
+                    self.circuits.admit(account.self_id)  # refused: counted
+                    return None, attempt - 1, "restricted"
                 await self.bucket.acquire()
+                ticket = self.circuits.admit(account.self_id)  # a pause may have begun meanwhile
+                if ticket is None:
+                    return None, attempt - 1, "restricted"
+                outcome = Outcome.OTHER
                 try:
                     with anyio.fail_after(self._send_timeout):
                         result = await account.bot.call_api(api, **params)
+                    outcome = Outcome.SENT
+                    return _message_id(result), attempt, "sent"
                 except Exception as exc:  # the adapter's ActionFailed / NetworkError, a timeout, ...
                     reason = "failed"
-                    log.warning("send_failed", chat_id=chat_id, attempt=attempt, error=repr(exc)[:300])
-                else:
-                    return _message_id(result), attempt, "sent"
+                    if is_restriction_like(exc):
+                        outcome = Outcome.RESTRICTED
+                    log.warning(
+                        "send_failed",
+                        chat_id=chat_id,
+                        account=account.self_id,
+                        attempt=attempt,
+                        restriction_like=outcome is Outcome.RESTRICTED,
+                        error=repr(exc)[:300],
+                    )
+                finally:
+                    self.circuits.report(account.self_id, ticket, outcome)
             if attempt == 1:
                 self._retries += 1
                 await self._sleep(self._retry_delay)
@@ -482,6 +514,7 @@ class Outbound:
             retries=self._retries,
             shadow_mode=self.shadow_mode,
             rate=self.bucket.statistics(),
+            accounts=self.circuits.statistics(),
         )
 
 
