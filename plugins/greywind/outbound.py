@@ -158,7 +158,9 @@ class QuietPeriod(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class GateVerdict:
     open: bool
-    reason: str  # "open" | "muted" (the platform banned the bot) | "quiet" (asked to be quiet)
+    # "open" | "muted" (the platform banned the bot) | "quiet" (asked to be quiet) | "restricted" (the
+    # chat's account is paused, from Outbound.gate)
+    reason: str
     until: float | None = None
     kind: str | None = None  # of a quiet period: QUIET_ASKED | QUIET_IMPOSED
 
@@ -382,7 +384,14 @@ class Outbound:
         return message_id in self._own_ids
 
     def gate(self, chat_id: str) -> GateVerdict:
-        return self.gates.verdict(chat_id, self._clock())
+        """The chat's gate, closed (``restricted``) too while its account's sends are paused."""
+        verdict = self.gates.verdict(chat_id, self._clock())
+        if verdict.open:
+            account = self._bot(chat_id)
+            until = self.circuits.paused_until(account.self_id) if account is not None else None
+            if until is not None:
+                return GateVerdict(False, "restricted", until)
+        return verdict
 
     async def send(
         self, chat_id: str, text: str, *, reply_to: str | None = None, admin: bool = False

@@ -14,6 +14,8 @@ a circuit:
   answered): success closes the circuit, another restriction-like failure opens it again for twice as
   long, up to ``max_pause``.
 
+While an account is paused its chats' send gates read ``restricted`` (``Outbound.gate``), so the
+runtime spends no model call on words that cannot be sent, and a reminder waits for the pause's end.
 Every other account keeps its own circuit and keeps sending.
 """
 
@@ -38,6 +40,8 @@ __all__ = [
 log = structlog.get_logger("greywind.outbound")
 
 RESTRICTION_RETCODES = frozenset({1200})
+# While the probe is out, a paused account's chats are closed for about this long at a time.
+PROBE_WAIT = 1.0
 
 
 def is_restriction_like(exc: BaseException) -> bool:
@@ -109,6 +113,16 @@ class RestrictionCircuits:
         if circuit is None or circuit.until is None:
             return False
         return self._clock() < circuit.until or circuit.probing
+
+    def paused_until(self, account: str) -> float | None:
+        """When the account may send again (None: now). While a probe is out: a moment from now."""
+        circuit = self._circuits.get(account)
+        if circuit is None or circuit.until is None:
+            return None
+        now = self._clock()
+        if now < circuit.until:
+            return circuit.until
+        return now + PROBE_WAIT if circuit.probing else None
 
     def admit(self, account: str) -> Ticket | None:
         """Let one send through (None: refused, and counted). A ticket must be reported."""

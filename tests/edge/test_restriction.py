@@ -112,6 +112,11 @@ async def test_a_restricted_account_is_paused_without_a_retry_storm_and_the_othe
         assert (await outbound.send("group:1", f"第{n}条")).reason == "restricted"
     assert restricted.calls == 3
     assert (await outbound.send("group:2", "我还能说")).sent
+    gate = outbound.gate("group:1")  # the runtime asks before any model work
+    assert (gate.open, gate.reason) == (False, "restricted")
+    assert gate.until is not None
+    assert time.now < gate.until <= time.now + 60
+    assert outbound.gate("group:2").open
     stats = outbound.statistics()
     assert stats.refused["restricted"] == 51
     assert [(a.account, a.state) for a in stats.accounts] == [("a", "paused"), ("b", "closed")]
