@@ -347,8 +347,11 @@ class Edge:
         if notice is None:
             return
         self._notices += 1
-        apply_to_gates(notice, self.gates)
-        log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id)
+        owner = self.owners.owner(notice.chat_id)
+        if owner is None or owner == self_id:
+            apply_to_gates(notice, self.gates)
+        # else: another account of ours was banned or removed there; the owner still speaks for the chat
+        log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id, account=self_id)
         await self._submit(notice.chat_id, partial(self.gateway.on_notice, notice))
 
     async def _submit(self, chat_id: str, job: Job) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from plugins.greywind.accounts import OWNERS_FILE, ChatOwners
-from tests.edge.helpers import FakeBot, as_adapter_delivers
+from tests.edge.helpers import FakeBot, as_adapter_delivers, parse
 from tests.edge.test_edge import build_edge
 from tests.support import onebot_events as ob
 
@@ -76,3 +76,23 @@ async def test_each_chat_is_sent_through_its_own_account_and_waits_for_it(tmp_pa
 
     restarted = build_edge(tmp_path)
     assert restarted.owners.owner("group:1002") == str(B)
+
+
+@pytest.mark.anyio
+async def test_a_ban_of_another_account_in_a_chat_does_not_silence_its_owner(tmp_path: Path) -> None:
+    edge = build_edge(tmp_path)
+    bot_a, bot_b = FakeBot(), FakeBot()
+    edge.bot_connected(str(A), bot_a)
+    edge.bot_connected(str(B), bot_b)
+    await edge.start()
+    try:
+        await _deliver(edge, A, 1001)
+        await _deliver(edge, B, 1001)
+        ban_b = ob.group_ban(self_id=B, group_id=1001, user_id=B, duration=600)
+        await edge.handle_notice(parse(ban_b))  # type: ignore[arg-type]
+        assert edge.outbound.gate("group:1001").open
+        ban_a = ob.group_ban(self_id=A, group_id=1001, user_id=A, duration=600)
+        await edge.handle_notice(parse(ban_a))  # type: ignore[arg-type]
+        assert edge.outbound.gate("group:1001").reason == "muted"
+    finally:
+        await edge.stop()
