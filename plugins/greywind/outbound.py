@@ -1,7 +1,7 @@
 """Everything the bot sends goes through here.
 
-* :class:`TokenBucket` — one per QQ account, across all groups and private chats
-  (``outbound.max_per_minute``, ``outbound.burst``); QQ restricts accounts that send too fast.
+* :class:`TokenBucket` — one across all groups and private chats (``outbound.max_per_minute``,
+  ``outbound.burst``; accounts connected together share it); QQ restricts accounts that send too fast.
   Waiters are served in call order: each ``acquire()`` reserves the next slot and sleeps until it.
 * :class:`ChatGates` — where the bot must not speak: a group that muted the bot (until the ban ends
   or is lifted) and a quiet period, asked for by a member ("闭嘴") or imposed by a superuser (/mute).
