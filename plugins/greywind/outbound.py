@@ -158,8 +158,8 @@ class QuietPeriod(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class GateVerdict:
     open: bool
-    # "open" | "muted" (the platform banned the bot) | "quiet" (asked to be quiet) | "restricted" (the
-    # chat's account is paused, from Outbound.gate)
+    # "open" | "muted" (the platform banned the bot) | "quiet" (a quiet period, of ``kind``) |
+    # "restricted" (the chat's account is paused, from Outbound.gate)
     reason: str
     until: float | None = None
     kind: str | None = None  # of a quiet period: QUIET_ASKED | QUIET_IMPOSED
@@ -218,10 +218,6 @@ class ChatGates:
             return False
         del self._quiet[chat_id]
         return True
-
-    def quiet_periods(self, now: float) -> dict[str, QuietPeriod]:
-        """The quiet periods still running (for saving them)."""
-        return {chat: q for chat, q in self._quiet.items() if q.until is None or q.until > now}
 
     def verdict(self, chat_id: str, now: float) -> GateVerdict:
         if chat_id in self._muted:
