@@ -20,11 +20,16 @@ Logs are structlog lines on stderr: JSON when stderr is not a terminal (``GREYWI
 console`` to choose); the access token and API keys are masked everywhere. SIGTERM (or Ctrl-C) stops
 the server, runs the shutdown hooks (state saved) and exits with status 0.
 
+Off loopback the bot refuses to start without ``ONEBOT_ACCESS_TOKEN``: whoever reaches the port could
+otherwise connect as an account and speak as any user, superusers included. Only the reverse WebSocket
+is served (the adapter's HTTP event routes are not: they do not check the token).
+
 Exit status: 0 after a clean stop, 2 when the configuration is refused.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import sys
@@ -42,6 +47,25 @@ def _config_file() -> Path:
         return Path(os.environ["GREYWIND_CONFIG"])
     local = Path("config/greywind.toml")
     return local if local.exists() else HERE / local
+
+
+def listen_refusal(host: object, access_token: str | None) -> str | None:
+    """Why the bot must not listen on ``host`` (None when it may): off loopback, a token is required."""
+    if access_token:
+        return None
+    text = str(host).strip().strip("[]")
+    if text == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(text).is_loopback:
+            return None
+    except ValueError:
+        pass  # a host name: it may resolve to anything
+    return (
+        f"HOST={text} is not a loopback address and ONEBOT_ACCESS_TOKEN is not set: anyone who can reach "
+        "the port could connect as the bot's account. Set ONEBOT_ACCESS_TOKEN (and the same token in the "
+        "OneBot implementation), or listen on 127.0.0.1."
+    )
 
 
 def _install_stop_handlers() -> list[int]:
@@ -84,6 +108,12 @@ def main() -> int:
     log = structlog.get_logger("greywind.bot")
     nonebot.init(driver=DRIVER)
     driver = nonebot.get_driver()
+    from nonebot.adapters.onebot.v11.config import Config as OneBotConfig
+
+    refusal = listen_refusal(driver.config.host, nonebot.get_plugin_config(OneBotConfig).onebot_access_token)
+    if refusal is not None:
+        print(f"greywind: {refusal}", file=sys.stderr)
+        return EXIT_CONFIG
     nonebot.load_plugin("plugins.greywind")
     # Imported after the plugin is loaded: importing a plugin's module first would bypass NoneBot's loader.
     from plugins.greywind.gateway import use_runtime
@@ -103,7 +133,7 @@ def main() -> int:
         "starting",
         config=str(path),
         listen=f"ws://{driver.config.host}:{driver.config.port}/onebot/v11/ws",
-        access_token=bool(os.environ.get("ONEBOT_ACCESS_TOKEN") or os.environ.get("ONEBOT_V11_ACCESS_TOKEN")),
+        access_token=bool(nonebot.get_plugin_config(OneBotConfig).onebot_access_token),
         superusers=len(driver.config.superusers),
     )
     nonebot.run()

@@ -45,7 +45,7 @@ nonebot.load_plugin("plugins.greywind")
 
 from bench._measure import rss_mb  # noqa: E402
 from plugins.greywind.gateway import EdgeContext  # noqa: E402
-from plugins.greywind.outbound import ChatGates, Outbound, TokenBucket  # noqa: E402
+from plugins.greywind.outbound import Account, ChatGates, Outbound, TokenBucket  # noqa: E402
 from runtime.app import Runtime  # noqa: E402
 from runtime.config import parse_config  # noqa: E402
 from runtime.kernel.message import ChatKind, ChatMessage  # noqa: E402
@@ -68,7 +68,7 @@ async def soak(args: argparse.Namespace) -> None:
     config = parse_config({"life": {"enabled": False}})
     data_dir = Path(tempfile.mkdtemp(prefix="greywind-soak-"))
     now = [time.time()]
-    outbound = Outbound(bot=lambda: None, bucket=TokenBucket(600, 10), gates=ChatGates())
+    outbound = Outbound(bot=lambda _chat: None, bucket=TokenBucket(600, 10), gates=ChatGates())
     edge = EdgeContext(
         config=config,
         config_path=data_dir / "x.toml",
@@ -172,7 +172,9 @@ async def main(args: argparse.Namespace) -> None:
     )
     bot = Bot()
     data_dir = Path(tempfile.mkdtemp(prefix="greywind-bench-"))
-    outbound = Outbound(bot=lambda: bot, bucket=TokenBucket(60_000, 10_000), gates=ChatGates())
+    outbound = Outbound(
+        bot=lambda _chat: Account("10000", bot), bucket=TokenBucket(60_000, 10_000), gates=ChatGates()
+    )
     edge = EdgeContext(
         config=config,
         config_path=data_dir / "x.toml",

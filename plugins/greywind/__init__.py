@@ -6,6 +6,7 @@ and the driver's lifespan starts and stops it. Module map:
 * ``convert``  — OneBot message events -> ``ChatMessage`` (placeholders, mentions, addressing)
 * ``notices``  — recall / ban / removal notices as values; bans close the chat's send gate
 * ``outbound`` — the account-wide rate limiter, send gates, reply splitting, one retry, shadow mode
+* ``accounts`` — which account owns which chat (sends leave through it), kept in the data directory
 * ``commands`` — superuser commands and mute words, dispatched to a ``RuntimeControl``
 * ``dispatch`` — bounded, per-chat-ordered workers in the lifespan's task group
 * ``gateway``  — the ``RuntimeGateway`` protocol, ``use_runtime(factory)``, the logging stand-in

@@ -16,7 +16,9 @@ Commands (prefix ``bot.command_prefix``, default ``/``), from a superuser in any
 
 A mute word (``bot.mute_words``: 闭嘴, 安静, 别说话 ...) in a short message addressed to the bot opens a
 quiet period of ``bot.quiet_minutes`` for that chat, for anyone; ``bot.unmute_phrase`` (or a superuser's
-``/unmute``) ends it. Parsing never raises: a malformed command is a :class:`Usage` value.
+``/unmute``) ends it. A superuser's ``/mute`` is another kind of quiet period: the phrase does not end
+it, only ``/unmute`` does (and a mute word does not replace it). Parsing never raises: a malformed
+command is a :class:`Usage` value.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ imports no NoneBot machinery beyond the OneBot event models, so tests build it d
 A message's path: convert (never raises; a failure is logged and counted) -> a superuser command is
 answered and goes no further -> the unmute phrase lifts a quiet period -> a mute word addressed to the
 bot opens one (and the message reaches the runtime as not addressed, so it costs no model call) -> the
-message is queued for the gateway on its chat's worker.
+message is queued for the gateway on its chat's worker. The phrase lifts only a quiet period a member
+asked for; a superuser's ``/mute`` is lifted by ``/unmute`` alone.
 
 Every message frame is in the inbound journal (:mod:`plugins.greywind.journal`) from the moment the
 frame guard reads it; the edge settles it there once the message's job has handed it to the runtime,
@@ -29,6 +30,7 @@ import structlog
 from anyio.abc import TaskGroup
 from nonebot.adapters.onebot.v11 import MessageEvent, NoticeEvent, PokeNotifyEvent
 
+from plugins.greywind.accounts import OWNERS_FILE, ChatOwners
 from plugins.greywind.commands import (
     Command,
     Usage,
@@ -45,7 +47,17 @@ from plugins.greywind.journal_replay import JournalReplay, event_key
 from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagStatistics
 from plugins.greywind.notices import apply_to_gates, interpret_notice
 from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics, GuardedAdapter
-from plugins.greywind.outbound import BotApi, ChatGates, Outbound, OutboundStatistics, TokenBucket
+from plugins.greywind.outbound import (
+    QUIET_ASKED,
+    QUIET_IMPOSED,
+    Account,
+    BotApi,
+    ChatGates,
+    Outbound,
+    OutboundStatistics,
+    TokenBucket,
+)
+from plugins.greywind.restriction import RestrictionCircuits
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
@@ -119,9 +131,10 @@ class Edge:
         self.model_configured = model_is_configured(config, env)
         self.shadow_mode = config.bot.shadow_mode or not self.model_configured
         self._bots: dict[str, BotApi] = {}
+        self.owners = ChatOwners(data_dir / OWNERS_FILE)
         self.gates = ChatGates()
         self.outbound = Outbound(
-            bot=self._current_bot,
+            bot=self._account_for,
             bucket=TokenBucket(config.outbound.max_per_minute, config.outbound.burst),
             gates=self.gates,
             clock=clock,
@@ -130,6 +143,12 @@ class Edge:
             retry_delay=config.outbound.retry_delay_ms / 1000,
             send_timeout=config.outbound.send_timeout_ms / 1000,
             shadow_mode=self.shadow_mode,
+            circuits=RestrictionCircuits(
+                after_failures=config.outbound.restriction_failures,
+                pause=config.outbound.restriction_pause_ms / 1000,
+                max_pause=config.outbound.restriction_pause_max_ms / 1000,
+                clock=clock,
+            ),
         )
         self.dispatcher = Dispatcher(workers=config.bot.max_inflight)
         self.loop_lag = LoopLagMonitor()
@@ -228,8 +247,16 @@ class Edge:
         self._bots.pop(self_id, None)
         log.warning("bot_disconnected", self_id=self_id)
 
-    def _current_bot(self) -> BotApi | None:
-        return next(iter(self._bots.values()), None)
+    def _account_for(self, chat_id: str) -> Account | None:
+        """The account that owns ``chat_id``, while it is connected. A chat no account has delivered
+        yet (an admin command aimed at it) goes through the only account, when only one is connected."""
+        owner = self.owners.owner(chat_id)
+        if owner is None:
+            if len(self._bots) == 1:
+                return Account(*next(iter(self._bots.items())))
+            return None
+        bot = self._bots.get(owner)
+        return Account(owner, bot) if bot is not None else None
 
     def rename(self, names: tuple[str, ...]) -> None:
         """Address by these names from the next message on (the persona was reloaded)."""
@@ -258,7 +285,7 @@ class Edge:
             log.exception("convert_failed", message_id=getattr(event, "message_id", None))
             self._settle(key)
             return
-        await self.deliver(inbound, key)
+        await self.deliver(inbound, str(event.self_id), key)
 
     def command_of(self, inbound: Inbound) -> Command | Usage | None:
         """The superuser command ``inbound`` is, if it is one."""
@@ -267,11 +294,12 @@ class Edge:
             return None
         return parse_command(inbound.body, chat_id=message.chat_id, prefix=self.config.bot.command_prefix)
 
-    async def deliver(self, inbound: Inbound, key: JournalKey | None = None) -> None:
-        """A converted message's path (commands, quiet words, the gateway); ``key`` is settled in the
-        journal once its job is done."""
+    async def deliver(self, inbound: Inbound, account: str, key: JournalKey | None = None) -> None:
+        """A converted message's path (commands, quiet words, the gateway), heard through ``account``;
+        ``key`` is settled in the journal once its job is done."""
         self._messages += 1
         message = inbound.message
+        self.owners.claim(message.chat_id, account)
         if inbound.truncated:
             self._truncated += 1
             log.info("message_truncated", chat_id=message.chat_id, message_id=message.message_id)
@@ -301,16 +329,20 @@ class Edge:
         chat = message.chat_id
         bot_config = self.config.bot
         now = self.clock()
-        quiet = self.gates.verdict(chat, now).reason == "quiet"
-        if quiet and is_unmute_request(message.text, bot_config.unmute_phrase):
-            self.gates.unquiet(chat)
-            log.info("quiet_lifted", chat_id=chat, by=message.sender_id)
-            await self._submit(chat, partial(self._tell_control_unmute, chat, message.sender_id))
+        verdict = self.gates.verdict(chat, now)
+        if verdict.reason == "quiet" and is_unmute_request(message.text, bot_config.unmute_phrase):
+            # A member lifts only a quiet period members asked for; a superuser's /mute stays.
+            if self.gates.unquiet(chat, only=QUIET_ASKED):
+                log.info("quiet_lifted", chat_id=chat, by=message.sender_id)
+                await self._submit(chat, partial(self._tell_control_unmute, chat, message.sender_id))
+            else:
+                log.info("quiet_lift_refused", chat_id=chat, by=message.sender_id, kind=verdict.kind)
             return message
         if message.addressed and is_mute_request(body, bot_config.mute_words):
             self._quiet_requests += 1
             until = now + bot_config.quiet_minutes * 60
-            self.gates.quiet(chat, until)
+            if not self.gates.quiet(chat, until, QUIET_ASKED, now=now):
+                return replace(message, addressed=False)  # a superuser's mute is already in force
             log.info("quiet_requested", chat_id=chat, by=message.sender_id, minutes=bot_config.quiet_minutes)
             await self._submit(chat, partial(self._tell_control_mute, chat, until, message))
             # The runtime still records the message, but it no longer calls for an answer.
@@ -330,7 +362,8 @@ class Edge:
     async def _run_command(self, command: Command | Usage, message: ChatMessage) -> None:
         now = self.clock()
         if isinstance(command, Command) and command.name == "mute":
-            self.gates.quiet(command.chat_id, now + command.seconds if command.seconds else None)
+            until = now + command.seconds if command.seconds else None
+            self.gates.quiet(command.chat_id, until, QUIET_IMPOSED)
         elif isinstance(command, Command) and command.name == "unmute":
             self.gates.unquiet(command.chat_id)
         name = command.name if isinstance(command, Command) else "usage"
@@ -351,6 +384,7 @@ class Edge:
                 poke = convert_poke(event, self._rules_for(self_id), now=now)
                 if poke is not None:
                     self._messages += 1
+                    self.owners.claim(poke.chat_id, self_id)
                     self._log_addressed(poke, "poke")
                     await self._submit(poke.chat_id, partial(self.gateway.on_message, poke))
                 return
@@ -362,8 +396,11 @@ class Edge:
         if notice is None:
             return
         self._notices += 1
-        apply_to_gates(notice, self.gates)
-        log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id)
+        owner = self.owners.owner(notice.chat_id)
+        if owner is None or owner == self_id:
+            apply_to_gates(notice, self.gates)
+        # else: another account of ours was banned or removed there; the owner still speaks for the chat
+        log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id, account=self_id)
         await self._submit(notice.chat_id, partial(self.gateway.on_notice, notice))
 
     async def _submit(self, chat_id: str, job: Job) -> None:
@@ -432,6 +469,7 @@ class Edge:
             f"已发送 {out.sent_parts} 条，影子 {out.shadow_parts} 条，发送失败 {out.failed_sends}，"
             f"限速 {out.rate.rate_per_minute:.0f}/分钟（余 {out.rate.tokens:.1f}）",
         ]
+        lines.append(self._accounts_line())
         if stats.frames is not None:
             frames = stats.frames
             lines.append(
@@ -454,8 +492,30 @@ class Edge:
         )
         closed = self.gates.closed(self.clock())
         if closed:
-            lines.append("不发言：" + "，".join(f"{chat}（{v.reason}）" for chat, v in closed.items()))
+            lines.append("不发言：" + "，".join(f"{chat} {v.label}" for chat, v in closed.items()))
         return "\n".join(lines)
+
+    def _accounts_line(self) -> str:
+        owned = self.owners.chats_per_account()
+        circuits = {c.account: c for c in self.outbound.circuits.statistics()}
+        accounts = sorted(set(self._bots) | set(owned) | set(circuits))
+        if not accounts:
+            return "账号：未连接"
+        now = self.clock()
+        shown = []
+        for account in accounts:
+            state = "" if account in self._bots else "未连接，"
+            circuit = circuits.get(account)
+            if circuit is not None and circuit.paused_until is not None:
+                left = max(0, round(circuit.paused_until - now))
+                state += (
+                    f"疑似风控，暂停发送（第 {circuit.pauses} 次，{circuit.pause_seconds:.0f} 秒，"
+                    f"还剩 {left} 秒，已拒发 {circuit.refused}），"
+                )
+            elif circuit is not None and circuit.total_pauses:
+                state += f"曾暂停 {circuit.total_pauses} 次，"
+            shown.append(f"{account}（{state}{owned.get(account, 0)} 个聊天）")
+        return "账号：" + "，".join(shown)
 
 
 class _LocalFailures:

@@ -147,12 +147,14 @@ class JournalReplay:
 
     async def _deliver(self, inbound: Inbound, key: JournalKey, *, young: bool) -> None:
         edge = self._edge
+        account = key[0]
         if young:
             self._counts["delivered"] += 1
-            await edge.deliver(inbound, key)
+            await edge.deliver(inbound, account, key)
             return
         self._counts["stored_only"] += 1
         message = replace(inbound.message, addressed=False)
+        edge.owners.claim(message.chat_id, account)
         await edge.submit_settled(message.chat_id, partial(edge.gateway.on_message, message), key)
 
     async def connected(self, account: str) -> None:

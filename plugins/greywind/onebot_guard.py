@@ -15,12 +15,18 @@ and its coroutine, and memory grows without bound; a single garbled frame cuts t
   ``max_events_in_flight`` events are being handled. The raw frames waiting are capped at
   ``max_backlog_bytes``; past it the oldest are dropped, counted and logged. At a rate NoneBot can
   handle nothing waits and nothing is dropped; under a sustained flood memory stays bounded.
+
+The adapter also serves HTTP POST event routes (``/onebot/v11/``, ``/onebot/v11/http``) that check only
+``ONEBOT_SECRET``, never the access token: anyone who can reach the port could post a superuser's
+command or register an account id that then locks the real account out. :class:`GuardedAdapter`
+serves only the reverse WebSocket, and compares its access token in constant time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 from collections import deque
 from collections.abc import Callable
@@ -28,7 +34,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import structlog
+from nonebot.adapters.onebot.utils import get_auth_bearer
 from nonebot.adapters.onebot.v11 import Adapter, Event, MessageEvent
+from nonebot.drivers import HTTPServerSetup, Request, Response
 from nonebot.exception import WebSocketClosed
 
 __all__ = ["FrameGuard", "FrameGuardStatistics", "GuardedAdapter", "repair_segments"]
@@ -214,6 +222,23 @@ class GuardedAdapter(Adapter):
     def configure(cls, *, max_events_in_flight: int, max_backlog_bytes: int) -> None:
         cls.max_events_in_flight = max_events_in_flight
         cls.max_backlog_bytes = max_backlog_bytes
+
+    def setup_http_server(self, setup: HTTPServerSetup) -> None:
+        """Not served: the adapter's HTTP event routes take events without the access token."""
+        log.debug("onebot_http_route_not_served", path=str(setup.path), method=setup.method)
+
+    def _check_access_token(self, request: Request) -> Response | None:
+        """The reverse WebSocket's ``Authorization: Bearer`` against ``ONEBOT_ACCESS_TOKEN``, in
+        constant time (bytes, so a token with non-ASCII characters compares instead of raising)."""
+        expected = self.onebot_config.onebot_access_token
+        if not expected:
+            return None
+        given = get_auth_bearer(request.headers.get("authorization"))
+        if given is not None and hmac.compare_digest(given.encode(), expected.encode()):
+            return None
+        reason = "Authorization Header is invalid" if given else "Missing Authorization Header"
+        log.warning("onebot_access_refused", reason=reason)
+        return Response(403, content=reason)
 
     async def _handle_ws(self, websocket: Any) -> None:
         guard = FrameGuard(

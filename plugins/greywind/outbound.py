@@ -1,17 +1,18 @@
 """Everything the bot sends goes through here.
 
-* :class:`TokenBucket` — one per QQ account, across all groups and private chats
-  (``outbound.max_per_minute``, ``outbound.burst``); QQ restricts accounts that send too fast.
+* :class:`TokenBucket` — one across all groups and private chats (``outbound.max_per_minute``,
+  ``outbound.burst``; accounts connected together share it); QQ restricts accounts that send too fast.
   Waiters are served in call order: each ``acquire()`` reserves the next slot and sleeps until it.
 * :class:`ChatGates` — where the bot must not speak: a group that muted the bot (until the ban ends
-  or is lifted) and a quiet period someone asked for ("闭嘴").
+  or is lifted) and a quiet period, asked for by a member ("闭嘴") or imposed by a superuser (/mute).
 * :func:`split_reply` — a long reply is cut to ``bot.max_reply_chars`` and sent as parts of about
   ``bot.split_at`` characters, broken at line or sentence ends where possible.
 * :class:`Outbound` — ``await send(chat_id, text, reply_to=...)``: gate, split, rate limit, one retry on
   a failed send (without the quote, which may have been recalled), every part recorded through the
-  ``on_sent`` callback. Shadow mode sends nothing and
-  records what would have been sent. Text goes out as a segment array, never as a CQ string, so a
-  model writing ``[CQ:at,qq=all]`` cannot @ everyone.
+  ``on_sent`` callback. Each chat's sends go through the account that owns it, and an account whose
+  sends fail like a restricted account's is paused (:mod:`plugins.greywind.restriction`). Shadow mode
+  sends nothing and records what would have been sent. Text goes out as a segment array, never as a
+  CQ string, so a model writing ``[CQ:at,qq=all]`` cannot @ everyone.
 
 Decisions (gate verdicts, send results) are values; a send that fails twice is a ``SendResult`` with
 ``reason="failed"``, never an exception to the caller.
@@ -25,19 +26,29 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 import structlog
 
+from plugins.greywind.restriction import (
+    AccountCircuitStatistics,
+    Outcome,
+    RestrictionCircuits,
+    is_restriction_like,
+)
 from runtime.kernel.message import ChatKind, parse_chat_id
 
 __all__ = [
+    "QUIET_ASKED",
+    "QUIET_IMPOSED",
+    "Account",
     "BotApi",
     "ChatGates",
     "GateVerdict",
     "Outbound",
     "OutboundStatistics",
+    "QuietPeriod",
     "SendResult",
     "SentRecord",
     "TokenBucket",
@@ -133,21 +144,44 @@ class TokenBucketStatistics:
     waited_seconds: float
 
 
+QUIET_ASKED = "asked"  # a member said a mute word: the unmute phrase lifts it
+QUIET_IMPOSED = "imposed"  # a superuser's /mute: only /unmute lifts it
+QUIET_KINDS = (QUIET_ASKED, QUIET_IMPOSED)
+_QUIET_LABELS = {QUIET_ASKED: "成员要求", QUIET_IMPOSED: "管理员"}
+
+
+class QuietPeriod(NamedTuple):
+    until: float | None  # None: until lifted
+    kind: str  # QUIET_ASKED | QUIET_IMPOSED
+
+
 @dataclass(frozen=True, slots=True)
 class GateVerdict:
     open: bool
-    reason: str  # "open" | "muted" (the platform banned the bot) | "quiet" (asked to be quiet)
+    # "open" | "muted" (the platform banned the bot) | "quiet" (a quiet period, of ``kind``) |
+    # "restricted" (the chat's account is paused, from Outbound.gate)
+    reason: str
     until: float | None = None
+    kind: str | None = None  # of a quiet period: QUIET_ASKED | QUIET_IMPOSED
+
+    @property
+    def label(self) -> str:
+        """The reason as ``/status`` shows it: ``quiet（管理员）`` for a superuser's mute."""
+        return f"{self.reason}（{_QUIET_LABELS[self.kind]}）" if self.kind in _QUIET_LABELS else self.reason
 
 
 class ChatGates:
-    """Per-chat send gates. ``until=None`` means until lifted."""
+    """Per-chat send gates. ``until=None`` means until lifted.
+
+    A quiet period is of one of two kinds: one a member asked for (a mute word) and one a superuser
+    imposed (``/mute``). Members lift only the first; an asked one never replaces an imposed one.
+    """
 
     __slots__ = ("_muted", "_quiet")
 
     def __init__(self) -> None:
         self._muted: dict[str, float | None] = {}
-        self._quiet: dict[str, float | None] = {}
+        self._quiet: dict[str, QuietPeriod] = {}
 
     def mute(self, chat_id: str, until: float | None) -> None:
         self._muted[chat_id] = until
@@ -159,23 +193,43 @@ class ChatGates:
         del self._muted[chat_id]
         return True
 
-    def quiet(self, chat_id: str, until: float | None) -> None:
-        self._quiet[chat_id] = until
+    def quiet(
+        self, chat_id: str, until: float | None, kind: str = QUIET_IMPOSED, *, now: float | None = None
+    ) -> bool:
+        """Open a quiet period; False (nothing changed) when an asked one would replace a live
+        imposed one (``now`` None: any imposed one counts as live)."""
+        if kind not in QUIET_KINDS:
+            raise ValueError(f"unknown quiet kind {kind!r}")
+        current = self._quiet.get(chat_id)
+        if (
+            kind == QUIET_ASKED
+            and current is not None
+            and current.kind == QUIET_IMPOSED
+            and (current.until is None or now is None or current.until > now)
+        ):
+            return False
+        self._quiet[chat_id] = QuietPeriod(until, kind)
+        return True
 
-    def unquiet(self, chat_id: str) -> bool:
-        """End a quiet period; False when there was none."""
-        if chat_id not in self._quiet:
+    def unquiet(self, chat_id: str, *, only: str | None = None) -> bool:
+        """End a quiet period (``only``: if it is of that kind); False when none was ended."""
+        current = self._quiet.get(chat_id)
+        if current is None or (only is not None and current.kind != only):
             return False
         del self._quiet[chat_id]
         return True
 
     def verdict(self, chat_id: str, now: float) -> GateVerdict:
-        for reason, table in (("muted", self._muted), ("quiet", self._quiet)):
-            if chat_id in table:
-                until = table[chat_id]
-                if until is None or until > now:
-                    return GateVerdict(False, reason, until)
-                del table[chat_id]
+        if chat_id in self._muted:
+            until = self._muted[chat_id]
+            if until is None or until > now:
+                return GateVerdict(False, "muted", until)
+            del self._muted[chat_id]
+        quiet = self._quiet.get(chat_id)
+        if quiet is not None:
+            if quiet.until is None or quiet.until > now:
+                return GateVerdict(False, "quiet", quiet.until, quiet.kind)
+            del self._quiet[chat_id]
         return GateVerdict(True, "open")
 
     def closed(self, now: float) -> dict[str, GateVerdict]:
@@ -223,6 +277,13 @@ class BotApi(Protocol):
     async def call_api(self, api: str, **data: Any) -> Any: ...
 
 
+class Account(NamedTuple):
+    """The QQ account a chat's sends go through: its id (``self_id``) and its connection."""
+
+    self_id: str
+    bot: BotApi
+
+
 @dataclass(frozen=True, slots=True)
 class SentRecord:
     """One message part the bot sent (or, in shadow mode, would have sent)."""
@@ -239,7 +300,8 @@ class SentRecord:
 class SendResult:
     chat_id: str
     sent: bool
-    # "sent" | "shadow" | "muted" | "quiet" | "empty" | "no_connection" | "failed"
+    # "sent" | "shadow" | "muted" | "quiet" | "empty" | "no_connection" | "restricted" (the account's
+    # sends are paused, plugins.greywind.restriction) | "failed"
     reason: str
     parts: tuple[str, ...] = ()
     message_ids: tuple[str, ...] = ()
@@ -255,15 +317,20 @@ class OutboundStatistics:
     retries: int
     shadow_mode: bool
     rate: TokenBucketStatistics
+    accounts: tuple[AccountCircuitStatistics, ...] = ()
 
 
 class Outbound:
-    """Sends text to chats through the connected bot; see the module docstring for the rules."""
+    """Sends text to chats through the account that owns each; see the module docstring for the rules.
+
+    ``bot(chat_id)`` is that chat's account while it is connected, else None (the send is refused as
+    ``no_connection``; no other account stands in).
+    """
 
     def __init__(
         self,
         *,
-        bot: Callable[[], BotApi | None],
+        bot: Callable[[str], Account | None],
         bucket: TokenBucket,
         gates: ChatGates,
         clock: Callable[[], float] = time.time,
@@ -275,8 +342,10 @@ class Outbound:
         shadow_mode: bool = False,
         on_sent: Callable[[SentRecord], None] | None = None,
         remember_ids: int = 4_096,
+        circuits: RestrictionCircuits | None = None,
     ) -> None:
         self._bot = bot
+        self.circuits = circuits or RestrictionCircuits(clock=clock)
         self.bucket = bucket
         self.gates = gates
         self._clock = clock
@@ -311,7 +380,14 @@ class Outbound:
         return message_id in self._own_ids
 
     def gate(self, chat_id: str) -> GateVerdict:
-        return self.gates.verdict(chat_id, self._clock())
+        """The chat's gate, closed (``restricted``) too while its account's sends are paused."""
+        verdict = self.gates.verdict(chat_id, self._clock())
+        if verdict.open:
+            account = self._bot(chat_id)
+            until = self.circuits.paused_until(account.self_id) if account is not None else None
+            if until is not None:
+                return GateVerdict(False, "restricted", until)
+        return verdict
 
     async def send(
         self, chat_id: str, text: str, *, reply_to: str | None = None, admin: bool = False
@@ -356,7 +432,10 @@ class Outbound:
             message_id, tries, reason = await self._send_one(chat_id, part, quote)
             attempts += tries
             if message_id is None:
-                self._failed += 1
+                if reason == "restricted":
+                    self._refuse(chat_id, reason)
+                else:
+                    self._failed += 1
                 sent = tuple(parts[:index])
                 return SendResult(chat_id, bool(ids), reason, sent, tuple(ids), attempts)
             ids.append(message_id)
@@ -376,19 +455,37 @@ class Outbound:
             # The retry drops the quote: a recalled or expired quoted message is a common cause of failure.
             quote = [{"type": "reply", "data": {"id": reply_to}}] if reply_to and attempt == 1 else []
             params = {**target, "message": [*quote, text_segment]}
-            bot = self._bot()
-            if bot is None:
+            account = self._bot(chat_id)
+            if account is None:
                 reason = "no_connection"
             else:
+                if self.circuits.paused(account.self_id):
+                    self.circuits.admit(account.self_id)  # refused: counted
+                    return None, attempt - 1, "restricted"
                 await self.bucket.acquire()
+                ticket = self.circuits.admit(account.self_id)  # a pause may have begun meanwhile
+                if ticket is None:
+                    return None, attempt - 1, "restricted"
+                outcome = Outcome.OTHER
                 try:
                     with anyio.fail_after(self._send_timeout):
-                        result = await bot.call_api(api, **params)
+                        result = await account.bot.call_api(api, **params)
+                    outcome = Outcome.SENT
+                    return _message_id(result), attempt, "sent"
                 except Exception as exc:  # the adapter's ActionFailed / NetworkError, a timeout, ...
                     reason = "failed"
-                    log.warning("send_failed", chat_id=chat_id, attempt=attempt, error=repr(exc)[:300])
-                else:
-                    return _message_id(result), attempt, "sent"
+                    if is_restriction_like(exc):
+                        outcome = Outcome.RESTRICTED
+                    log.warning(
+                        "send_failed",
+                        chat_id=chat_id,
+                        account=account.self_id,
+                        attempt=attempt,
+                        restriction_like=outcome is Outcome.RESTRICTED,
+                        error=repr(exc)[:300],
+                    )
+                finally:
+                    self.circuits.report(account.self_id, ticket, outcome)
             if attempt == 1:
                 self._retries += 1
                 await self._sleep(self._retry_delay)
@@ -422,6 +519,7 @@ class Outbound:
             retries=self._retries,
             shadow_mode=self.shadow_mode,
             rate=self.bucket.statistics(),
+            accounts=self.circuits.statistics(),
         )
 
 

@@ -6,8 +6,10 @@
 * ``why`` — the attention score, decision and reasons of a message (by id, else the chat's latest),
   from a bounded map of recent ingest results per chat.
 * ``mute`` / ``unmute`` — a quiet period: the edge has already closed or opened the send gate (so
-  nothing, forced or not, is sent there); the runtime keeps it across restarts and withdraws the
-  chat's pending non-forced activations, so no model call is spent on words that cannot be said.
+  nothing, forced or not, is sent there); the runtime keeps it (and its kind: asked for by a member
+  with a mute word, or imposed by a superuser's ``/mute``) across restarts and withdraws the chat's
+  pending non-forced activations, so no model call is spent on words that cannot be said. The unmute
+  phrase lifts only an asked period; ``/unmute`` lifts both.
 * ``lexicon list|add|pin|suppress`` — the chat's group key of the dynamic lexicon.
 * ``persona reload`` — re-reads ``[persona]`` from the config file; a bad value is refused with the
   key named and the running persona kept.
@@ -30,6 +32,7 @@ from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
 from runtime.store.records import OPEN_SESSION_STATES
 
 if TYPE_CHECKING:
+    from plugins.greywind.outbound import QuietPeriod
     from runtime.app.runtime import Runtime
 
 __all__ = ["Control"]
@@ -110,7 +113,7 @@ class Control:
             f"今日 token：{tokens}",
         ]
         if not gate.open:
-            lines.append(f"不发言：{gate.reason}")
+            lines.append(f"不发言：{gate.label}")
         return "\n".join(lines)
 
     async def why(self, chat_id: str, message_id: str | None) -> str:
@@ -135,17 +138,32 @@ class Control:
     # -- quiet periods ----------------------------------------------------------------------------
 
     async def mute(self, chat_id: str, until: float | None, *, by: str, reason: str) -> str:
+        from plugins.greywind.outbound import QUIET_ASKED, QUIET_IMPOSED, QuietPeriod
+
         rt = self._rt
         now = rt.clock()
-        rt.quiet[chat_id] = until
-        rt.outbound.gates.quiet(chat_id, until)  # the edge did this too; harmless, and covers direct calls
+        kind = QUIET_ASKED if reason == "mute_word" else QUIET_IMPOSED
+        # The edge did this too; harmless, and covers direct calls. An asked period does not replace
+        # a superuser's.
+        if not rt.outbound.gates.quiet(chat_id, until, kind, now=now):
+            log.info("quiet_kept", chat_id=chat_id, by=by, reason=reason, kind=QUIET_IMPOSED)
+            return ""
+        rt.quiet[chat_id] = QuietPeriod(until, kind)
         rt.persistence.save_quiet(self._live_quiet(now))
         withdrawn = 0
         for event in rt.kernel.events.list(chat_id=chat_id, states=_WAITING):
             # Reminders and waiting episodes keep their place; they check the gate when they fire.
             if event.kind == "message" and rt.kernel.cancel(event.id, now, reason="quiet period"):
                 withdrawn += 1
-        log.info("quiet_started", chat_id=chat_id, until=until, by=by, reason=reason, withdrawn=withdrawn)
+        log.info(
+            "quiet_started",
+            chat_id=chat_id,
+            until=until,
+            kind=kind,
+            by=by,
+            reason=reason,
+            withdrawn=withdrawn,
+        )
         if reason == "mute_word":
             return ""  # asked to be quiet: the quietest acknowledgement is none
         if until is None:
@@ -154,16 +172,24 @@ class Control:
         return f"好，{chat_id} 里我安静 {minutes} 分钟。"
 
     async def unmute(self, chat_id: str, *, by: str, reason: str) -> str:
+        """``reason="phrase"`` (a member said the unmute phrase) lifts only a period members asked for;
+        a superuser's ``/unmute`` lifts either kind."""
+        from plugins.greywind.outbound import QUIET_ASKED
+
         rt = self._rt
-        had = rt.quiet.pop(chat_id, "none") != "none"
-        rt.outbound.gates.unquiet(chat_id)
+        current = rt.quiet.get(chat_id)
+        if reason == "phrase" and current is not None and current.kind != QUIET_ASKED:
+            log.info("quiet_lift_refused", chat_id=chat_id, by=by, kind=current.kind)
+            return ""
+        had = rt.quiet.pop(chat_id, None) is not None
+        rt.outbound.gates.unquiet(chat_id, only=QUIET_ASKED if reason == "phrase" else None)
         rt.persistence.save_quiet(self._live_quiet(rt.clock()))
         log.info("quiet_lifted", chat_id=chat_id, by=by, reason=reason, had=had)
         return "" if reason == "phrase" else f"{chat_id} 已解除安静。"
 
-    def _live_quiet(self, now: float) -> dict[str, float | None]:
+    def _live_quiet(self, now: float) -> dict[str, QuietPeriod]:
         quiet = self._rt.quiet
-        for chat in [c for c, until in quiet.items() if until is not None and until <= now]:
+        for chat in [c for c, period in quiet.items() if period.until is not None and period.until <= now]:
             del quiet[chat]
         return dict(quiet)
 

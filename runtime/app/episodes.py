@@ -52,9 +52,10 @@ log = structlog.get_logger("greywind.episode")
 MESSAGE_KIND = "message"
 REMINDER_KIND = "reminder"
 PERMISSIONS = ("chat",)
-# A reminder that could not be sent (no connection yet, a failed send) is tried again this much later.
+# A reminder that could not be sent (no connection yet, a failed send, the account's sends paused) is
+# tried again this much later.
 REMINDER_RETRY = 5.0
-_RETRYABLE = frozenset({"no_connection", "failed"})
+_RETRYABLE = frozenset({"no_connection", "failed", "restricted"})
 GRACEFUL_CHATS_KEPT = 4_096
 # Runs a guard ended (see ``runtime.episodes.loop``); a forced one answers with ``[runtime] guard_message``.
 GUARD_OUTCOMES = frozenset({OutcomeKind.FAILED, OutcomeKind.STEP_LIMIT})

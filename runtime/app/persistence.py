@@ -15,13 +15,14 @@ While running, :meth:`StatePersistence.save` writes what changed since the last 
 identity — the kernel replaces a ``BotEvent`` on every change), lexicon changes, token counts. Events
 are written only while they can matter after a restart (non-terminal), plus once more when they end,
 so the stored copy never resurrects a finished activation. Quiet periods are a small JSON file in the
-data directory, written when they change.
+data directory (chat -> until and kind), written when they change.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ from runtime.store.protocol import RestorePolicy
 from runtime.store.records import StoredMessage
 
 if TYPE_CHECKING:
+    from plugins.greywind.outbound import QuietPeriod
     from runtime.app.runtime import Runtime
 
 __all__ = [
@@ -217,17 +219,20 @@ class StatePersistence:
     def quiet_path(self) -> Path:
         return self._rt.data_dir / QUIET_FILE
 
-    def save_quiet(self, quiet: dict[str, float | None]) -> None:
-        """Write the quiet periods (chat -> until, None: until lifted); atomic replace."""
+    def save_quiet(self, quiet: Mapping[str, QuietPeriod]) -> None:
+        """Write the quiet periods (chat -> until, None: until lifted, and kind); atomic replace."""
         path = self.quiet_path
         temporary = path.with_suffix(".tmp")
+        rows = {chat: {"until": period.until, "kind": period.kind} for chat, period in quiet.items()}
         try:
-            temporary.write_text(json.dumps(quiet, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+            temporary.write_text(json.dumps(rows, ensure_ascii=False, sort_keys=True), encoding="utf-8")
             os.replace(temporary, path)
         except OSError as exc:
             log.warning("quiet_save_failed", path=str(path), error=repr(exc))
 
     def _load_quiet(self, now: float) -> int:
+        from plugins.greywind.outbound import QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
+
         path = self.quiet_path
         if not path.exists():
             return 0
@@ -237,10 +242,18 @@ class StatePersistence:
             log.warning("quiet_file_unreadable", path=str(path), error=repr(exc))
             return 0
         restored = 0
-        for chat_id, until in dict(data).items():
+        for chat_id, row in dict(data).items():
+            # An entry written before quiet periods had a kind is a bare ``until``: taken as imposed,
+            # so no member can lift what may have been a superuser's mute.
+            until, kind = (
+                (row.get("until"), row.get("kind")) if isinstance(row, dict) else (row, QUIET_IMPOSED)
+            )
+            if kind not in QUIET_KINDS:
+                kind = QUIET_IMPOSED
             if until is None or (isinstance(until, int | float) and until > now):
-                self._rt.quiet[chat_id] = None if until is None else float(until)
-                self._rt.outbound.gates.quiet(chat_id, self._rt.quiet[chat_id])
+                period = QuietPeriod(None if until is None else float(until), kind)
+                self._rt.quiet[chat_id] = period
+                self._rt.outbound.gates.quiet(chat_id, period.until, period.kind)
                 restored += 1
         return restored
 

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from plugins.greywind.commands import RuntimeControl
     from plugins.greywind.gateway import EdgeContext
     from plugins.greywind.notices import Notice
-    from plugins.greywind.outbound import Outbound, SentRecord
+    from plugins.greywind.outbound import Outbound, QuietPeriod, SentRecord
     from runtime.context.setup import ContextRuntime
     from runtime.memory.layers import MemoryLayer
     from runtime.store.sqlite.store import SqliteStore
@@ -169,7 +169,7 @@ class Runtime:
         self.model_ready = edge.model_configured and self.router.configured
         self.recent = RecentBuffer()
         self.why = WhyLog(self.app.why_per_chat)
-        self.quiet: dict[str, float | None] = {}
+        self.quiet: dict[str, QuietPeriod] = {}
         # Recently recalled messages: an episode already on its way must not answer one.
         self.recalled: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.names = (self.config.persona.name, *self.config.persona.aliases)

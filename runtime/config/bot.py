@@ -78,3 +78,8 @@ class OutboundConfig(Section):
     burst: int = Field(default=5, ge=1, le=100)
     retry_delay_ms: int = Field(default=1_500, ge=0, le=60_000)
     send_timeout_ms: int = Field(default=10_000, ge=100, le=120_000)
+    # Restriction-like failures in a row (retcode 1200, timeouts) before the account's sends pause.
+    restriction_failures: int = Field(default=3, ge=1, le=100)
+    # The first pause; each pause after a failed probe doubles, up to restriction_pause_max_ms.
+    restriction_pause_ms: int = Field(default=60_000, ge=100, le=3_600_000)
+    restriction_pause_max_ms: int = Field(default=1_800_000, ge=100, le=86_400_000)

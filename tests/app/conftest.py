@@ -21,7 +21,7 @@ if not getattr(nonebot, "_driver", None):
 import anyio.lowlevel
 
 from plugins.greywind.gateway import EdgeContext
-from plugins.greywind.outbound import ChatGates, Outbound, TokenBucket
+from plugins.greywind.outbound import Account, ChatGates, Outbound, TokenBucket
 from runtime.app import Runtime
 from runtime.config import GreyWindConfig, parse_config
 from runtime.kernel.message import ChatKind, ChatMessage
@@ -178,7 +178,7 @@ async def running(
         await anyio.lowlevel.checkpoint()
 
     outbound = Outbound(
-        bot=lambda: bot if bot.connected else None,
+        bot=lambda _chat: Account("10000", bot) if bot.connected else None,
         bucket=TokenBucket(
             config.outbound.max_per_minute, config.outbound.burst, clock=clock, sleep=no_sleep
         ),

@@ -59,6 +59,28 @@ async def test_a_quiet_period_survives_a_restart(openai_server: ScriptedOpenAISe
         assert h.bot.texts() == ["我在"]
 
 
+async def test_a_superusers_mute_stays_imposed_across_a_restart_and_a_legacy_entry_counts_as_one(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("我在")})
+    config = make_config(openai_server)
+    clock = FakeClock()
+    async with running(config, data_dir, clock=clock) as h:
+        await h.runtime.control.mute("group:500", None, by="42", reason="command")
+    (data_dir / "quiet.json").write_text(
+        (data_dir / "quiet.json").read_text(encoding="utf-8")[:-1] + ', "group:501": null}', encoding="utf-8"
+    )
+    async with running(config, data_dir, clock=clock) as h:
+        for chat in ("group:500", "group:501"):
+            assert await h.runtime.control.unmute(chat, by="7", reason="phrase") == ""
+            assert h.runtime.outbound.gate(chat).kind == "imposed"
+        assert "quiet（管理员）" in await h.runtime.control.status("group:500")
+        assert (
+            await h.runtime.control.unmute("group:500", by="42", reason="command") == "group:500 已解除安静。"
+        )
+        assert h.runtime.outbound.gate("group:500").open
+
+
 async def test_an_idle_session_is_handed_over_by_the_model(
     openai_server: ScriptedOpenAIServer, data_dir: Path
 ) -> None:

@@ -18,7 +18,8 @@ bot makes is recorded as an :class:`ApiCall` and answered like an implementation
   ``get_group_list``, ``get_status``, ``get_version_info`` -> plausible data;
 * anything else -> ``status: failed``, retcode 1404 (unknown action).
 
-``fail_next(action, times)`` makes the next calls of an action fail (retcode 1200), to provoke retries.
+``fail_next(action, times)`` makes the next calls of an action fail (retcode 1200, as a restricted
+account's sends do, unless ``retcode`` says otherwise), to provoke retries.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class OneBotPeer:
         self.calls: list[ApiCall] = []
         self.messages: dict[int, dict[str, Any]] = {}  # message_id -> get_msg answer
         self._failures: dict[str, int] = {}
+        self._failure_codes: dict[str, int] = {}
         self._ids = itertools.count(900_000)
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -177,8 +179,12 @@ class OneBotPeer:
 
     # -- API calls ------------------------------------------------------------------------------
 
-    def fail_next(self, action: str, times: int = 1) -> None:
+    def fail_next(self, action: str, times: int = 1, *, retcode: int = 1200) -> None:
         self._failures[action] = self._failures.get(action, 0) + times
+        self._failure_codes[action] = retcode
+
+    def stop_failing(self, action: str) -> None:
+        self._failures.pop(action, None)
 
     def sends(self) -> list[ApiCall]:
         return [call for call in self.calls if call.action in SEND_ACTIONS]
@@ -239,7 +245,8 @@ class OneBotPeer:
     def _respond(self, action: str, params: Mapping[str, Any]) -> dict[str, Any]:
         if self._failures.get(action, 0) > 0:
             self._failures[action] -= 1
-            return {"status": "failed", "retcode": 1200, "data": None, "message": "scripted failure"}
+            retcode = self._failure_codes.get(action, 1200)
+            return {"status": "failed", "retcode": retcode, "data": None, "message": "scripted failure"}
         if action in SEND_ACTIONS:
             message_id = next(self._ids)
             group = params.get("group_id")

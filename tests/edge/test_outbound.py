@@ -5,7 +5,16 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from plugins.greywind.outbound import ChatGates, Outbound, SentRecord, TokenBucket, split_reply
+from plugins.greywind.outbound import (
+    QUIET_ASKED,
+    QUIET_IMPOSED,
+    Account,
+    ChatGates,
+    Outbound,
+    SentRecord,
+    TokenBucket,
+    split_reply,
+)
 from tests.edge.helpers import FakeBot, FakeTime
 
 
@@ -14,7 +23,7 @@ def make_outbound(
 ) -> tuple[Outbound, list[SentRecord]]:
     records: list[SentRecord] = []
     outbound = Outbound(
-        bot=lambda: bot,
+        bot=lambda _chat: Account("10000", bot) if bot is not None else None,
         bucket=TokenBucket(per_minute, burst, clock=time, sleep=time.sleep),
         gates=ChatGates(),
         clock=time,
@@ -143,6 +152,21 @@ def test_a_mute_without_end_holds_until_lifted() -> None:
     assert gates.closed(0.0)["group:1"].reason == "quiet"
     assert gates.unquiet("group:1")
     assert not gates.unquiet("group:1")
+    assert gates.verdict("group:1", 0.0).open
+
+
+def test_members_lift_only_the_quiet_period_members_asked_for() -> None:
+    gates = ChatGates()
+    assert gates.quiet("group:1", 100.0, QUIET_ASKED, now=0.0)
+    assert gates.verdict("group:1", 1.0).label == "quiet（成员要求）"
+    assert gates.unquiet("group:1", only=QUIET_ASKED)
+    assert gates.quiet("group:1", None, QUIET_IMPOSED)
+    assert not gates.quiet("group:1", 100.0, QUIET_ASKED, now=0.0), "asked must not replace imposed"
+    assert not gates.unquiet("group:1", only=QUIET_ASKED)
+    verdict = gates.verdict("group:1", 10**12)
+    assert (verdict.reason, verdict.kind, verdict.until) == ("quiet", QUIET_IMPOSED, None)
+    assert verdict.label == "quiet（管理员）"
+    assert gates.unquiet("group:1")  # /unmute lifts either kind
     assert gates.verdict("group:1", 0.0).open
 
 

@@ -1,0 +1,88 @@
+"""Which QQ account owns which chat, kept across restarts.
+
+With more than one account connected, a reply, a reminder or a proactive message must leave through
+the account that is in the chat: another account is usually not a member of that group (the send
+fails) or, worse, is one, and speaks as someone else. The edge learns the owner from the events it
+receives: the account that delivered a chat's first message owns it, and keeps it (two accounts in
+one group: the first stays the owner). When the owner is not connected the chat waits for it; the
+send is never borrowed by another account.
+
+The mapping lives in ``chat_owners.jsonl`` in the data directory, one ``{"chat": ..., "account": ...}``
+line per chat, appended when a chat gets its owner (so nothing is rewritten as the number of chats
+grows). A line that cannot be read is skipped and logged; the first line for a chat wins.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import structlog
+
+__all__ = ["OWNERS_FILE", "ChatOwners"]
+
+log = structlog.get_logger("greywind.accounts")
+
+OWNERS_FILE = "chat_owners.jsonl"
+
+
+class ChatOwners:
+    """chat id -> the account (``self_id``) that owns it; ``path`` None keeps it in memory only."""
+
+    __slots__ = ("_newline_first", "_owners", "_path")
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._owners: dict[str, str] = {}
+        self._newline_first = False  # the file ends in a torn line: start the next one afresh
+        if path is not None:
+            self._load(path)
+
+    def _load(self, path: Path) -> None:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            log.warning("chat_owners_unreadable", path=str(path), error=repr(exc))
+            return
+        self._newline_first = bool(text) and not text.endswith("\n")
+        skipped = 0
+        for line in text.splitlines():
+            try:
+                row = json.loads(line)
+                chat, account = str(row["chat"]), str(row["account"])
+            except (ValueError, TypeError, KeyError):
+                skipped += 1
+                continue
+            self._owners.setdefault(chat, account)
+        if skipped:
+            log.warning("chat_owners_lines_skipped", path=str(path), skipped=skipped)
+
+    def owner(self, chat_id: str) -> str | None:
+        return self._owners.get(chat_id)
+
+    def claim(self, chat_id: str, account: str) -> bool:
+        """``account`` delivered a message of ``chat_id``: it becomes the owner unless one is known.
+        True when the owner is new (and was written down)."""
+        if not account or chat_id in self._owners:
+            return False
+        self._owners[chat_id] = account
+        log.info("chat_owner", chat_id=chat_id, account=account)
+        if self._path is not None:
+            line = json.dumps({"chat": chat_id, "account": account}, ensure_ascii=False)
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                with self._path.open("a", encoding="utf-8") as file:
+                    file.write(("\n" if self._newline_first else "") + line + "\n")
+                self._newline_first = False
+            except OSError as exc:  # routing still works for this run
+                log.warning("chat_owner_save_failed", path=str(self._path), error=repr(exc))
+        return True
+
+    def chats_per_account(self) -> dict[str, int]:
+        return dict(Counter(self._owners.values()))
+
+    def __len__(self) -> int:
+        return len(self._owners)
