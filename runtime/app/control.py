@@ -76,8 +76,21 @@ class Control:
             f"回合：{driver.episodes} 次（回复 {driver.replied}，等待 {driver.waiting}，模型失败 "
             f"{driver.model_failures}），进行中 {loop.running}",
             f"今日 token：{ledger.day_total(today)}",
+            self._storage(now),
         ]
         return "\n".join(lines)
+
+    def _storage(self, now: float) -> str:
+        """The writer's health: a failing disk or a locked database shows here, not only in the log."""
+        stats = self._rt.writer.statistics()
+        line = (
+            f"存储：已写 {stats.written}，排队 {stats.queued}/{stats.queue_max}，"
+            f"写入失败 {stats.failures} 次，丢弃 {stats.dropped} 条"
+        )
+        if stats.failing_since is not None:
+            failing = max(0, int(now - stats.failing_since))
+            line += f"；写入失败中（{failing} 秒）：{(stats.last_error or '')[:120]}"
+        return line
 
     async def _chat_status(self, chat_id: str, now: float) -> str:
         rt = self._rt

@@ -9,7 +9,8 @@ group: the store writer, the activation loop (:mod:`runtime.app.loop`), the peri
 (:mod:`runtime.app.maintenance`) and the memory injector. :meth:`Runtime.stop` saves, closes open
 sessions (their handoffs written), flushes the writer and closes the store.
 
-A message's path (:meth:`Runtime.on_message`) does no I/O beyond one queued store write: the kernel
+A message's path (:meth:`Runtime.on_message`) does no I/O beyond one queued store write, and never
+waits for it (a full queue drops the write, counted and logged, rather than hold the chat): the kernel
 decides, the message joins the recent buffer, the ``why`` log, the chat-activity log and the waiting
 room's news; a forced message starts an episode at once, a scheduled one may move the loop's alarm.
 Context packets are built, and the model called, only inside an episode (:mod:`runtime.app.episodes`).
@@ -73,6 +74,8 @@ RECALLED_KEPT = 4_096
 STOP_EPISODES_WAIT = 3.0
 STOP_BACKGROUND_WAIT = 2.0
 STOP_SESSIONS_WAIT = 3.0
+STOP_SAVE_WAIT = 1.0
+STOP_WRITER_WAIT = 2.0
 
 
 class _FunctionClock:
@@ -256,7 +259,10 @@ class Runtime:
         with anyio.move_on_after(STOP_BACKGROUND_WAIT):
             await self._background_done.wait()
         try:
-            await self.persistence.save()
+            with anyio.move_on_after(STOP_SAVE_WAIT) as saving:
+                await self.persistence.save()
+            if saving.cancelled_caught:
+                log.warning("final_save_cut_short", seconds=STOP_SAVE_WAIT)
         except Exception:
             log.exception("final_save_failed")
         try:
@@ -276,9 +282,9 @@ class Runtime:
         self.scope.dispose()
         self.director.close()
         try:
-            await self.writer.aclose()
-        except Exception:
-            log.exception("writer_close_failed")
+            await self.writer.aclose(timeout=STOP_WRITER_WAIT)
+        except Exception as exc:  # store.writes_lost has said how many and why
+            log.warning("writer_close_failed", error=str(exc))
         await self.store.close()
         await self.router.aclose()
         log.info("runtime_stopped", messages=self._messages)
@@ -291,7 +297,7 @@ class Runtime:
         thread_id = result.thread.thread.id
         stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
         self.recent.add(stored)
-        await self.writer.put(stored)
+        self.writer.offer(stored)
         if message.from_self:
             return
         self.why.note(result)
@@ -314,7 +320,7 @@ class Runtime:
             self.recalled[(notice.chat_id, notice.message_id)] = None
             while len(self.recalled) > RECALLED_KEPT:
                 self.recalled.popitem(last=False)
-            await self.writer.put(MessageRecalled(notice.chat_id, notice.message_id))
+            self.writer.offer(MessageRecalled(notice.chat_id, notice.message_id))
             self._withdraw(notice.chat_id, notice.message_id, notice.time)
 
     def _withdraw(self, chat_id: str, message_id: str, now: float) -> None:
@@ -347,11 +353,7 @@ class Runtime:
         assignment = self.kernel.note_outgoing(message)
         stored = StoredMessage.from_chat_message(message, thread_id=assignment.thread.id)
         self.recent.add(stored)
-        try:
-            self.writer.put_nowait(stored)
-        except Exception:
-            if self._task_group is not None:
-                self._task_group.start_soon(self.writer.put, stored)
+        self.writer.offer(stored)
 
     def loop_spawn(self, work: Awaitable[object]) -> None:
         """Run ``work`` in the lifespan's task group: bookkeeping (a store write, a session record)

@@ -61,6 +61,19 @@ _CHATS_IN_MATCH = 16
 _ACTIVATION_DELETE = "DELETE FROM scheduled_activations WHERE event_id = ?"
 
 
+async def _open_reader(file: Path, config: StoreConfig) -> aiosqlite.Connection:
+    """The read connection: WAL lets it read while the write connection waits or fails."""
+    reader = await aiosqlite.connect(file, isolation_level=None)
+    try:
+        await reader.execute(f"PRAGMA busy_timeout = {int(config.busy_timeout_ms)}")
+        await reader.execute("PRAGMA synchronous = NORMAL")
+        await reader.execute("PRAGMA query_only = ON")
+    except BaseException:
+        await reader.close()
+        raise
+    return reader
+
+
 def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, list[tuple[Any, ...]]]:
     if isinstance(item, StoredMessage):
         return _MESSAGE_UPSERT, [r_.message_row(item, next(indexed))]
@@ -122,7 +135,12 @@ class SqliteStore(ContextTables, LayerTables):
         except BaseException:
             await db.close()
             raise
-        store = cls(db, file, config, version)
+        try:
+            reader = await _open_reader(file, config)
+        except BaseException:
+            await db.close()
+            raise
+        store = cls(db, file, config, version, reader)
         store._message_count = await store.count_messages()
         log.info("store.opened", path=str(file), schema_version=version, messages=store._message_count)
         return store
