@@ -92,6 +92,7 @@ class MemoryStore(MemoryTables):
         for item in items:
             if not isinstance(item, _WRITE_TYPES):
                 raise TypeError(f"not a write item: {item!r}")
+        items = [i.encodable() if isinstance(i, StoredMessage) else i for i in items]
         indexed = {id(i): index_text(i.text) for i in items if isinstance(i, StoredMessage)}
         for item in items:
             self._apply(item, indexed.get(id(item)))

@@ -30,9 +30,11 @@ SpeechRecord           append-only log
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from runtime.unicode_safe import clean_text
 
 if TYPE_CHECKING:
     from runtime.kernel.message import ChatMessage
@@ -90,6 +92,25 @@ class StoredMessage:
             reply_to=message.reply_to,
             mentions=message.mentions,
             addressed=message.addressed,
+        )
+
+    def encodable(self) -> StoredMessage:
+        """This message with lone surrogates replaced (itself when there are none): a backend stores
+        the odd character as U+FFFD instead of refusing the message."""
+        fields = (self.chat_id, self.message_id, self.sender_id, self.sender_name, self.text, *self.mentions)
+        if all(clean_text(f) is f for f in fields) and clean_text(self.reply_to or "") == (
+            self.reply_to or ""
+        ):
+            return self
+        return replace(
+            self,
+            chat_id=clean_text(self.chat_id),
+            message_id=clean_text(self.message_id),
+            sender_id=clean_text(self.sender_id),
+            sender_name=clean_text(self.sender_name),
+            text=clean_text(self.text),
+            reply_to=clean_text(self.reply_to) if self.reply_to is not None else None,
+            mentions=tuple(clean_text(m) for m in self.mentions),
         )
 
 

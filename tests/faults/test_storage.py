@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 import threading
 import time
@@ -157,3 +158,75 @@ async def test_sigterm_while_the_database_stays_locked_stops_on_time_and_counts_
     (lost,) = bot.wait_for_log("store.writes_lost", timeout=0)
     assert lost["lost"] > 0
     assert "locked" in lost["reason"]
+
+
+# -- odd text ---------------------------------------------------------------------------------------
+
+LONE_SURROGATE = "\ud83d"  # half of a surrogate pair: valid JSON ("\\ud83d"), not encodable UTF-8
+
+
+async def post_escaped(peer, event: dict[str, object]) -> None:  # type: ignore[no-untyped-def]
+    """Post with JSON escapes, the way an implementation passes a lone surrogate through."""
+    await peer.post_raw(json.dumps(event, ensure_ascii=True))
+
+
+async def test_lone_surrogates_and_a_huge_nickname_lose_no_message(
+    start_bot: StartBot,  # noqa: F811
+    openai_server: ScriptedOpenAIServer,
+) -> None:
+    model = TaggedModel(openai_server)
+    bot = start_bot(model=openai_server, config=CONFIG, env=ENV)
+    huge = "长" * 100_000
+    async with connected_peer(bot, self_id=SELF_ID) as peer:
+        await post_escaped(
+            peer,
+            ob.group_message(
+                self_id=SELF_ID,
+                group_id=840_001,
+                user_id=701,
+                message=[ob.at(SELF_ID), ob.text(f" {tag('sur1')}半个表情{LONE_SURROGATE}在这")],
+            ),
+        )
+        await peer.wait_for_call("send_group_msg", lambda c: tag("sur1") in c.text, within=15)
+        await post_escaped(
+            peer,
+            ob.group_message(
+                self_id=SELF_ID,
+                group_id=840_002,
+                user_id=702,
+                card=f"坏名片{LONE_SURROGATE}",
+                message=[ob.at(SELF_ID), ob.text(f" {tag('sur2')}我的名片有点怪")],
+            ),
+        )
+        await peer.wait_for_call("send_group_msg", lambda c: tag("sur2") in c.text, within=15)
+        for n in (1, 2):
+            await post_escaped(
+                peer,
+                ob.group_message(
+                    self_id=SELF_ID,
+                    group_id=840_003,
+                    user_id=703,
+                    nickname=huge,
+                    message=[ob.at(SELF_ID), ob.text(f" {tag(f'huge{n}')}我的昵称很长")],
+                ),
+            )
+            await peer.wait_for_call("send_group_msg", lambda c, n=n: tag(f"huge{n}") in c.text, within=15)
+        (request,) = model.requests_for("huge2")
+        assert huge not in request.all_text
+        assert "长" * 60 in request.all_text  # the name is cut, not lost
+    assert bot.stop() == 0
+    # Everything reached the database, the odd characters replaced, none of it rejected.
+    db = sqlite3.connect(bot.data_dir / DB_FILENAME)
+    try:
+        rows = db.execute(
+            "SELECT chat_id, sender_name, text FROM messages "
+            "WHERE chat_id LIKE 'group:84000%' AND from_self = 0"
+        ).fetchall()
+    finally:
+        db.close()
+    texts = {text for _, _, text in rows}
+    assert any(tag("sur1") in t and "\ufffd" in t for t in texts)
+    names = {chat: name for chat, name, _ in rows}
+    assert names["group:840002"] == "坏名片\ufffd"
+    assert len(names["group:840003"]) <= 64
+    assert not bot.wait_for_log("store.write_rejected", timeout=0, count=0)

@@ -559,3 +559,14 @@ async def test_prune_runtime_state_forgets_only_what_restore_would_skip(store: S
     assert (report.events, report.speeches) == (1, 1)
     assert {e.id for e in await store.load_events()} == {"old-waiting", "new-done"}
     assert [s.time for s in await store.recent_speeches(G1, since=0.0)] == [now - 60]
+
+
+async def test_a_lone_surrogate_costs_a_replacement_character_not_the_batch(store: Store) -> None:
+    odd = StoredMessage(G1, "2", "u\ud800", "名\udfff", 2.0, "半个\ud83d表情", mentions=("x\ud800",))
+    await store.write([msg(G1, "1", 1.0, "前"), odd, msg(G1, "3", 3.0, "后")])
+    assert [m.message_id for m in await store.recent_messages(G1)] == ["1", "2", "3"]
+    stored = await store.get_message(G1, "2")
+    assert stored is not None
+    assert (stored.sender_id, stored.sender_name, stored.text) == ("u\ufffd", "名\ufffd", "半个\ufffd表情")
+    assert stored.mentions == ("x\ufffd",)
+    assert len(await store.search_messages("表情", chat_ids=[G1])) == 1

@@ -17,7 +17,14 @@ from runtime.store.errors import (
     StoreLockedError,
 )
 from runtime.store.paths import data_dir_from_env
-from runtime.store.records import Session, SessionState, SpeechRecord, StoredMessage, TopicThread
+from runtime.store.records import (
+    EventRecord,
+    Session,
+    SessionState,
+    SpeechRecord,
+    StoredMessage,
+    TopicThread,
+)
 from runtime.store.sqlite import DB_FILENAME, LATEST_VERSION, SqliteStore
 from runtime.store.sqlite.schema import load_migrations
 from runtime.store.writer import StoreWriter
@@ -230,5 +237,31 @@ async def test_concurrent_reads_and_writes_share_one_connection_safely(tmp_path:
         assert len(await store.list_sessions()) == 8
         assert {s.recent_dialogue for s in await store.list_sessions()} == {("9",)}
         assert len(await store.search_messages("并发3", chat_ids=[G1], limit=100)) == 25
+    finally:
+        await store.close()
+
+
+async def test_a_lone_surrogate_in_json_is_stored_as_a_replacement_character(tmp_path: Path) -> None:
+    store = await SqliteStore.open(tmp_path / DB_FILENAME)
+    try:
+        record = EventRecord(
+            "ev-odd",
+            "reminder",
+            G1,
+            None,
+            (),
+            (),
+            1.0,
+            1.0,
+            2.0,
+            None,
+            0.5,
+            "scheduled",
+            {"text": "提醒\ud83d"},
+        )
+        await store.save_event(record)
+        stored = await store.get_event("ev-odd")
+        assert stored is not None
+        assert stored.payload == {"text": "提醒\ufffd"}
     finally:
         await store.close()

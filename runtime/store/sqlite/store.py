@@ -182,6 +182,8 @@ class SqliteStore(ContextTables, LayerTables):
         self._check()
         if not items:
             return
+        # An odd character in one message must not cost the batch: it is stored as U+FFFD.
+        items = [i.encodable() if isinstance(i, StoredMessage) else i for i in items]
         texts = [i.text for i in items if isinstance(i, StoredMessage)]
         indexed = await asyncio.to_thread(lambda: [index_text(t) for t in texts]) if texts else []
         it = iter(indexed)
