@@ -6,7 +6,9 @@
   talking, seen only in their private chat with the bot).
 * ``schedule_message(text, delay_minutes)`` — a reminder for the chat that asked, and only that chat
   (the tool takes no chat argument). It is a kernel activation of kind ``reminder`` carrying the text,
-  saved with the kernel's events, so it fires after a restart; when due, the text is sent as it is.
+  committed to the store before the tool says yes (so a kill -9 right after the confirmation still
+  fires it after the restart; a store that cannot take it withdraws it and the model is told so);
+  when due, the text is sent as it is.
 * ``current_time()`` — now, in ``[runtime] timezone``.
 
 Also registered: the context's task tools and the guess-number game (through the extension registry).
@@ -101,7 +103,7 @@ def register_builtin_tools(rt: Runtime) -> None:
         await store.upsert_memory(memory)
         return f"记住了（{'这个聊天' if args.scope == 'chat' else '关于这个人'}）：{memory.content}"
 
-    def schedule_message(args: ScheduleArgs, ctx: ToolContext) -> str:
+    async def schedule_message(args: ScheduleArgs, ctx: ToolContext) -> str:
         seconds = args.delay_minutes * 60
         if seconds * 1000 > app.reminder_max_ahead_ms:
             days = app.reminder_max_ahead_ms / 86_400_000
@@ -127,6 +129,9 @@ def register_builtin_tools(rt: Runtime) -> None:
             # A user asked for it: it is charged to the forced budget, like an answer to them.
             payload={"text": args.text.strip(), "forced": True, "requested_by": ctx.user_id},
         )
+        if not await rt.persistence.commit_event(event):
+            rt.kernel.cancel(event.id, ctx.now, reason="not saved")
+            return "提醒没能保存（存储暂时出错），这次没有安排上，请稍后再试。"
         rt.loop.poke()
         return f"好，{local_time(at, app.timezone)} 提醒（{event.id}）。"
 

@@ -22,7 +22,7 @@ import pytest
 from runtime.store.sqlite.schema import DB_FILENAME
 from tests.e2e.bot_process import BotProcess
 from tests.e2e.conftest import StartBot, start_bot  # noqa: F401  (the fixture, used by name)
-from tests.e2e.live import TaggedModel, connected_peer, reply_text, steps, tag
+from tests.e2e.live import TaggedModel, connected_peer, reply_text, steps, tag, tool_call
 from tests.support import onebot_events as ob
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -230,3 +230,40 @@ async def test_lone_surrogates_and_a_huge_nickname_lose_no_message(
     assert names["group:840002"] == "坏名片\ufffd"
     assert len(names["group:840003"]) <= 64
     assert not bot.wait_for_log("store.write_rejected", timeout=0, count=0)
+
+
+# -- a confirmed reminder -----------------------------------------------------------------------------
+
+REMINDER_CONFIG = (
+    CONFIG
+    + """
+[runtime]
+save_interval_ms = 10000
+"""
+)
+
+
+async def test_a_confirmed_reminder_survives_a_kill_right_after_the_confirmation(
+    start_bot: StartBot,  # noqa: F811
+    openai_server: ScriptedOpenAIServer,
+) -> None:
+    model = TaggedModel(openai_server)
+    model.on(
+        "rem",
+        steps(
+            tool_call("schedule_message", delay_minutes=4 / 60, text=f"该喝水了{tag('rem')}"),
+            reply_text(f"好，四秒后提醒你{tag('rem')}"),
+        ),
+    )
+    first = start_bot(model=openai_server, config=REMINDER_CONFIG, env=ENV)
+    async with connected_peer(first, self_id=SELF_ID) as peer:
+        await peer.say_in_private(604, f"{tag('rem')}四秒后提醒我喝水")
+        await peer.wait_for_call("send_private_msg", lambda c: "四秒后提醒你" in c.text, within=15)
+        first.kill()  # SIGKILL, the moment the confirmation is out
+    assert first.returncode == -9
+
+    second = start_bot(model=openai_server, config=REMINDER_CONFIG, env=ENV)
+    async with connected_peer(second, self_id=SELF_ID) as peer:
+        reminder = await peer.wait_for_call("send_private_msg", lambda c: "该喝水了" in c.text, within=15)
+        assert reminder.params["user_id"] == 604
+    assert second.stop() == 0
