@@ -133,6 +133,7 @@ class StatePersistence:
             if not item.from_self:
                 rt.activity.note(chat_message(item))
             rt.recent.add(item)
+            rt.deliveries.note(item)  # a copy re-delivered after the restart is known
         return len(stored)
 
     async def _restore_waiting(self, now: float) -> int:

@@ -38,6 +38,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from runtime.app.control import Control
+from runtime.app.deliveries import RecentDeliveries
 from runtime.app.episodes import DriverStatistics, EpisodeDriver
 from runtime.app.ids import RestoringIds
 from runtime.app.loop import ActivationLoop, LoopStatistics
@@ -171,6 +172,7 @@ class Runtime:
         self.router = router if router is not None else ModelRouter.from_config(self.config, wall=self.clock)
         self.model_ready = edge.model_configured and self.router.configured
         self.recent = RecentBuffer()
+        self.deliveries = RecentDeliveries()
         self.why = WhyLog(self.app.why_per_chat)
         self.quiet: dict[str, float | None] = {}
         # Recently recalled messages: an episode already on its way must not answer one.
@@ -292,6 +294,10 @@ class Runtime:
     async def on_message(self, message: ChatMessage) -> None:
         if not self._started:
             return
+        if self.deliveries.repeated(message):
+            # The same message delivered again (a re-sent event, a replayed journal): handled once.
+            log.info("duplicate_delivery", chat_id=message.chat_id, message_id=message.message_id)
+            return
         self._messages += 1
         result = self.kernel.ingest(message)
         thread_id = result.thread.thread.id
@@ -353,6 +359,7 @@ class Runtime:
         assignment = self.kernel.note_outgoing(message)
         stored = StoredMessage.from_chat_message(message, thread_id=assignment.thread.id)
         self.recent.add(stored)
+        self.deliveries.note(stored)
         self.writer.offer(stored)
 
     def loop_spawn(self, work: Awaitable[object]) -> None:

@@ -8,7 +8,7 @@ always given by the caller (the store never reads the clock for a record's field
 Keys, so every backend agrees on what "upsert" replaces:
 
 =====================  ==========================================
-StoredMessage          (chat_id, message_id)
+StoredMessage          none: each message is its own row (see below)
 EventRecord            id
 ScheduledActivation    event_id
 LexiconTermRecord      (scope, owner, term)
@@ -25,6 +25,14 @@ EpisodeRecord          id (its steps are keyed by (episode_id, index))
 ToolCallRecord         id
 SpeechRecord           append-only log
 =====================  ==========================================
+
+A platform message id does not name one message: OneBot implementations derive their int32 ids from
+hashes or restart their counters, so ids repeat inside a chat over a long history. A message with a
+known id but another sender, text or a time far apart is a new message, stored beside the older one;
+only a repeated *delivery* of one message (:func:`same_delivery`: same chat, id, sender and text
+within ``DUPLICATE_WINDOW`` seconds; for the bot's own messages, same chat and id) is kept once, the
+first copy winning. Lookups by id (``get_message``, a reply's target, a recall notice, a topic link)
+mean the most recent message with that id.
 """
 
 from __future__ import annotations
@@ -112,6 +120,24 @@ class StoredMessage:
             reply_to=clean_text(self.reply_to) if self.reply_to is not None else None,
             mentions=tuple(clean_text(m) for m in self.mentions),
         )
+
+
+# Copies of one message arrive this close together (a re-sent frame, a journal replaying what it
+# received before a kill -9); the same id, sender and text further apart is a new message.
+DUPLICATE_WINDOW = 3_600.0
+
+
+def delivery_key(message: StoredMessage | Any) -> tuple[str, str, str, str]:
+    """What two deliveries of one message share (with ``time`` within ``DUPLICATE_WINDOW``). The
+    bot's own messages are known by id alone: the copy noted at sending and the platform's echo
+    may render differently and name a different sender."""
+    if message.from_self:
+        return (message.chat_id, message.message_id, "", "\x00self")
+    return (message.chat_id, message.message_id, message.sender_id, message.text)
+
+
+def same_delivery(a: StoredMessage, b: StoredMessage) -> bool:
+    return delivery_key(a) == delivery_key(b) and abs(a.time - b.time) <= DUPLICATE_WINDOW
 
 
 @dataclass(frozen=True, slots=True)
