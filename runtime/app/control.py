@@ -2,7 +2,8 @@
 
 * ``status`` — per chat: budget (speeches in window, next allowed), queue (pending activations),
   conversation threads, open sessions, tokens today; for the whole bot: the edge's lines, episodes,
-  the loop's alarm, chats with most tokens today.
+  the loop's alarm, chats with most tokens today, the store writer (queue, failures, drops; since
+  when and why while commits fail — also in a chat's status then).
 * ``why`` — the attention score, decision and reasons of a message (by id, else the chat's latest),
   from a bounded map of recent ingest results per chat.
 * ``mute`` / ``unmute`` — a quiet period: the edge has already closed or opened the send gate (so
@@ -124,6 +125,9 @@ class Control:
         ]
         if not gate.open:
             lines.append(f"不发言：{gate.reason}")
+        writer = rt.writer.statistics()
+        if writer.failing_since is not None or writer.dropped:
+            lines.append(self._storage(now))  # storage trouble shows in every chat's status
         return "\n".join(lines)
 
     async def why(self, chat_id: str, message_id: str | None) -> str:
