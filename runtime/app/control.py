@@ -90,7 +90,9 @@ class Control:
         )
         if stats.failing_since is not None:
             failing = max(0, int(now - stats.failing_since))
-            line += f"；写入失败中（{failing} 秒）：{(stats.last_error or '')[:120]}"
+            error = stats.last_error or ""
+            # The end of the message says why (SQLite's own words); the start names the file.
+            line += f"；写入失败中（{failing} 秒）：{error if len(error) <= 120 else '…' + error[-119:]}"
         return line
 
     async def _chat_status(self, chat_id: str, now: float) -> str:
