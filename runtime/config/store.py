@@ -20,7 +20,8 @@ class StoreConfig(Section):
     # A full queue makes background producers wait; the message path never waits: what does not
     # fit is dropped, counted (/status) and logged with counts.
     queue_max: int = Field(default=10_000, ge=1)
-    # SQLite waits this long for another connection's lock inside each attempt...
+    # SQLite waits this long for another connection's lock inside each attempt (a write's attempts
+    # together never longer than write_wait_ms)...
     busy_timeout_ms: int = Field(default=5_000, ge=0)
     # ...and the store tries this many more times, backing off from lock_backoff_ms, before it
     # raises StoreLockedError.

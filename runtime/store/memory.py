@@ -110,14 +110,14 @@ class MemoryStore(MemoryTables):
             self._messages[row.seq] = row
             same_id.append(row)
         elif isinstance(item, MessageRecalled):
-            row = self._latest(item.chat_id, item.message_id)
-            if row:
-                row.message = replace(row.message, recalled=True)
+            recalled = self._latest(item.chat_id, item.message_id)
+            if recalled:
+                recalled.message = replace(recalled.message, recalled=True)
         elif isinstance(item, TopicLink):
             for mid in item.message_ids:
-                row = self._latest(item.chat_id, mid)
-                if row:
-                    row.message = replace(row.message, topic_thread_id=item.topic_thread_id)
+                linked = self._latest(item.chat_id, mid)
+                if linked:
+                    linked.message = replace(linked.message, topic_thread_id=item.topic_thread_id)
         elif isinstance(item, SpeechRecord):
             self._speeches.append(item)
         elif isinstance(item, EventRecord):

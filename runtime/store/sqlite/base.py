@@ -56,7 +56,7 @@ async def _acquire_within(lock: asyncio.Lock, seconds: float) -> bool:
         return True
     waiter = asyncio.ensure_future(lock.acquire())
 
-    def give_back(done: asyncio.Future[bool]) -> None:
+    def give_back(done: asyncio.Future[Any]) -> None:
         # Granted after all (the timeout and the wake-up crossed): nobody holds it, release it.
         if not done.cancelled() and done.exception() is None:
             lock.release()
