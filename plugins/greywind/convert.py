@@ -15,6 +15,9 @@ Rules, each one a complaint seen in comparable bots:
   persona's name / an alias opening the message.
 * Text beyond ``max_chars`` is cut with a marker saying how long the original was, so a 200,000
   character paste costs the kernel no more than a normal message.
+* Lone surrogates (valid JSON, not encodable UTF-8) become U+FFFD in the text, the names and the ids,
+  and a nickname or group card is cut to ``NAME_MAX_CHARS`` (``runtime.unicode_safe``): an odd
+  character or a 100,000-character name costs a replacement, never the message or the user's replies.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from nonebot.adapters.onebot.v11 import (
 
 from runtime.addressing import opens_with_name, truncate_text
 from runtime.kernel.message import ChatKind, ChatMessage
+from runtime.unicode_safe import cap_name, clean_text
 
 __all__ = [
     "PLACEHOLDERS",
@@ -110,9 +114,9 @@ def _placeholder(segment: MessageSegment) -> str:
 
 def _display_name(event: MessageEvent) -> str:
     if isinstance(event, GroupMessageEvent) and event.anonymous is not None:
-        return event.anonymous.name
+        return cap_name(event.anonymous.name)
     sender = event.sender
-    return (sender.card or sender.nickname or str(event.user_id)).strip() or str(event.user_id)
+    return cap_name((sender.card or sender.nickname or str(event.user_id)).strip() or str(event.user_id))
 
 
 def _render(
@@ -172,8 +176,10 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
     persona = rules.names[0] if rules.names else "bot"
     segments = event.original_message if event.original_message else event.message
     parts, mentions, reply_to, leading = _render(segments, rules, persona)
-    full = _join(parts).strip()
-    body = _join(parts[leading:]).strip()
+    full = clean_text(_join(parts).strip())
+    body = clean_text(_join(parts[leading:]).strip())
+    mentions = [clean_text(m) for m in mentions]
+    reply_to = clean_text(reply_to) if reply_to is not None else None
 
     private = event.message_type == ChatKind.PRIVATE.value
     how = ""
@@ -193,10 +199,10 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
     text, truncated = truncate_text(full, rules.max_chars)
     body, _ = truncate_text(body, rules.max_chars)
     chat_ident = str(event.group_id) if isinstance(event, GroupMessageEvent) else str(event.user_id)
-    sender_id = str(event.user_id)
+    sender_id = clean_text(str(event.user_id))
     from_self = sender_id == rules.self_id
     message = ChatMessage(
-        message_id=str(event.message_id),
+        message_id=clean_text(str(event.message_id)),
         chat_kind=ChatKind.PRIVATE if private else ChatKind.GROUP,
         chat_ident=chat_ident,
         sender_id=sender_id,

@@ -9,7 +9,9 @@
   under whoever the episode began for: what one member says cannot become another member's memory.
 * ``schedule_message(text, delay_minutes)`` — a reminder for the chat that asked, and only that chat
   (the tool takes no chat argument). It is a kernel activation of kind ``reminder`` carrying the text,
-  saved with the kernel's events, so it fires after a restart; when due, the text is sent as it is.
+  committed to the store before the tool says yes (so a kill -9 right after the confirmation still
+  fires it after the restart; a store that cannot take it withdraws it and the model is told so);
+  when due, the text is sent as it is.
 * ``current_time()`` — now, in ``[runtime] timezone``.
 
 Also registered: the context's task tools and the guess-number game (through the extension registry).
@@ -121,7 +123,7 @@ def register_builtin_tools(rt: Runtime) -> None:
         whom = "这个聊天" if args.scope == "chat" else f"关于 {speaker}（消息 {source} 的发言人）"
         return f"记住了（{whom}）：{memory.content}"
 
-    def schedule_message(args: ScheduleArgs, ctx: ToolContext) -> str:
+    async def schedule_message(args: ScheduleArgs, ctx: ToolContext) -> str:
         seconds = args.delay_minutes * 60
         if seconds * 1000 > app.reminder_max_ahead_ms:
             days = app.reminder_max_ahead_ms / 86_400_000
@@ -147,6 +149,9 @@ def register_builtin_tools(rt: Runtime) -> None:
             # A user asked for it: it is charged to the forced budget, like an answer to them.
             payload={"text": args.text.strip(), "forced": True, "requested_by": ctx.user_id},
         )
+        if not await rt.persistence.commit_event(event):
+            rt.kernel.cancel(event.id, ctx.now, reason="not saved")
+            return "提醒没能保存（存储暂时出错），这次没有安排上，请稍后再试。"
         rt.loop.poke()
         return f"好，{local_time(at, app.timezone)} 提醒（{event.id}）。"
 

@@ -2,7 +2,8 @@
 
 * ``status`` — per chat: budget (speeches in window, next allowed), queue (pending activations),
   conversation threads, open sessions, tokens today; for the whole bot: the edge's lines, episodes,
-  the loop's alarm, chats with most tokens today.
+  the loop's alarm, chats with most tokens today, the store writer (queue, failures, drops; since
+  when and why while commits fail — also in a chat's status then).
 * ``why`` — the attention score, decision and reasons of a message (by id, else the chat's latest),
   from a bounded map of recent ingest results per chat.
 * ``mute`` / ``unmute`` — a quiet period: the edge has already closed or opened the send gate (so
@@ -79,8 +80,23 @@ class Control:
             f"回合：{driver.episodes} 次（回复 {driver.replied}，等待 {driver.waiting}，模型失败 "
             f"{driver.model_failures}），进行中 {loop.running}",
             f"今日 token：{ledger.day_total(today)}",
+            self._storage(now),
         ]
         return "\n".join(lines)
+
+    def _storage(self, now: float) -> str:
+        """The writer's health: a failing disk or a locked database shows here, not only in the log."""
+        stats = self._rt.writer.statistics()
+        line = (
+            f"存储：已写 {stats.written}，排队 {stats.queued}/{stats.queue_max}，"
+            f"写入失败 {stats.failures} 次，丢弃 {stats.dropped} 条"
+        )
+        if stats.failing_since is not None:
+            failing = max(0, int(now - stats.failing_since))
+            error = stats.last_error or ""
+            # The end of the message says why (SQLite's own words); the start names the file.
+            line += f"；写入失败中（{failing} 秒）：{error if len(error) <= 120 else '…' + error[-119:]}"
+        return line
 
     async def _chat_status(self, chat_id: str, now: float) -> str:
         rt = self._rt
@@ -114,6 +130,9 @@ class Control:
         ]
         if not gate.open:
             lines.append(f"不发言：{gate.label}")
+        writer = rt.writer.statistics()
+        if writer.failing_since is not None or writer.dropped:
+            lines.append(self._storage(now))  # storage trouble shows in every chat's status
         return "\n".join(lines)
 
     async def why(self, chat_id: str, message_id: str | None) -> str:

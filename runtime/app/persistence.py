@@ -14,8 +14,10 @@ On start (:meth:`StatePersistence.restore`), in this order:
 While running, :meth:`StatePersistence.save` writes what changed since the last call: events (by
 identity — the kernel replaces a ``BotEvent`` on every change), lexicon changes, token counts. Events
 are written only while they can matter after a restart (non-terminal), plus once more when they end,
-so the stored copy never resurrects a finished activation. Quiet periods are a small JSON file in the
-data directory (chat -> until and kind), written when they change.
+so the stored copy never resurrects a finished activation. An event whose loss would break a promise
+(a reminder the model has just confirmed) is committed at once instead (:meth:`commit_event`).
+Quiet periods are a small JSON file in the data directory (chat -> until and kind), written when they
+change.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from runtime.episodes import RESUME_KIND, episode_id_of
 from runtime.episodes.persist import from_store_record
 from runtime.kernel.events import TERMINAL_STATES, BotEvent
 from runtime.llm.tokens import LedgerEntry
+from runtime.store.errors import StoreError
 from runtime.store.kernel_state import chat_message, event_record, restore_kernel, save_lexicon_changes
 from runtime.store.protocol import RestorePolicy
 from runtime.store.records import StoredMessage
@@ -133,6 +136,7 @@ class StatePersistence:
             if not item.from_self:
                 rt.activity.note(chat_message(item))
             rt.recent.add(item)
+            rt.deliveries.note(item)  # a copy re-delivered after the restart is known
         return len(stored)
 
     async def _restore_waiting(self, now: float) -> int:
@@ -212,6 +216,18 @@ class StatePersistence:
         self._saves += 1
         self._events_written += events
         return SaveReport(events, lexicon_rows, ledger_rows)
+
+    async def commit_event(self, event: BotEvent) -> bool:
+        """Commit ``event`` to the store now, not at the next save; whether it was committed (a store
+        that refuses is logged, and the caller must not promise what was not kept)."""
+        try:
+            await self._rt.store.save_event(event_record(event))
+        except StoreError as exc:
+            log.warning("event_commit_failed", event_id=event.id, kind=event.kind, error=str(exc))
+            return False
+        self._saved[event.id] = event
+        self._events_written += 1
+        return True
 
     # -- quiet periods ----------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ group: the store writer, the activation loop (:mod:`runtime.app.loop`), the peri
 (:mod:`runtime.app.maintenance`) and the memory injector. :meth:`Runtime.stop` saves, closes open
 sessions (their handoffs written), flushes the writer and closes the store.
 
-A message's path (:meth:`Runtime.on_message`) does no I/O beyond one queued store write: the kernel
+A message's path (:meth:`Runtime.on_message`) does no I/O beyond one queued store write, and never
+waits for it (a full queue drops the write, counted and logged, rather than hold the chat): the kernel
 decides, the message joins the recent buffer, the ``why`` log, the chat-activity log and the waiting
 room's news; a forced message starts an episode at once, a scheduled one may move the loop's alarm.
 Context packets are built, and the model called, only inside an episode (:mod:`runtime.app.episodes`).
@@ -37,6 +38,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from runtime.app.control import Control
+from runtime.app.deliveries import RecentDeliveries
 from runtime.app.episodes import DriverStatistics, EpisodeDriver
 from runtime.app.ids import RestoringIds
 from runtime.app.loop import ActivationLoop, LoopStatistics
@@ -73,6 +75,8 @@ RECALLED_KEPT = 4_096
 STOP_EPISODES_WAIT = 3.0
 STOP_BACKGROUND_WAIT = 2.0
 STOP_SESSIONS_WAIT = 3.0
+STOP_SAVE_WAIT = 1.0
+STOP_WRITER_WAIT = 2.0
 
 
 class _FunctionClock:
@@ -168,6 +172,7 @@ class Runtime:
         self.router = router if router is not None else ModelRouter.from_config(self.config, wall=self.clock)
         self.model_ready = edge.model_configured and self.router.configured
         self.recent = RecentBuffer()
+        self.deliveries = RecentDeliveries()
         self.why = WhyLog(self.app.why_per_chat)
         self.quiet: dict[str, QuietPeriod] = {}
         # Recently recalled messages: an episode already on its way must not answer one.
@@ -256,7 +261,10 @@ class Runtime:
         with anyio.move_on_after(STOP_BACKGROUND_WAIT):
             await self._background_done.wait()
         try:
-            await self.persistence.save()
+            with anyio.move_on_after(STOP_SAVE_WAIT) as saving:
+                await self.persistence.save()
+            if saving.cancelled_caught:
+                log.warning("final_save_cut_short", seconds=STOP_SAVE_WAIT)
         except Exception:
             log.exception("final_save_failed")
         try:
@@ -276,9 +284,9 @@ class Runtime:
         self.scope.dispose()
         self.director.close()
         try:
-            await self.writer.aclose()
-        except Exception:
-            log.exception("writer_close_failed")
+            await self.writer.aclose(timeout=STOP_WRITER_WAIT)
+        except Exception as exc:  # store.writes_lost has said how many and why
+            log.warning("writer_close_failed", error=str(exc))
         await self.store.close()
         await self.router.aclose()
         log.info("runtime_stopped", messages=self._messages)
@@ -286,12 +294,16 @@ class Runtime:
     async def on_message(self, message: ChatMessage) -> None:
         if not self._started:
             return
+        if self.deliveries.repeated(message):
+            # The same message delivered again (a re-sent event, a replayed journal): handled once.
+            log.info("duplicate_delivery", chat_id=message.chat_id, message_id=message.message_id)
+            return
         self._messages += 1
         result = self.kernel.ingest(message)
         thread_id = result.thread.thread.id
         stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
         self.recent.add(stored)
-        await self.writer.put(stored)
+        self.writer.offer(stored)
         if message.from_self:
             return
         self.why.note(result)
@@ -315,7 +327,7 @@ class Runtime:
             self.recalled[(notice.chat_id, notice.message_id)] = None
             while len(self.recalled) > RECALLED_KEPT:
                 self.recalled.popitem(last=False)
-            await self.writer.put(MessageRecalled(notice.chat_id, notice.message_id))
+            self.writer.offer(MessageRecalled(notice.chat_id, notice.message_id))
             self._withdraw(notice.chat_id, notice.message_id, notice.time)
 
     def _withdraw(self, chat_id: str, message_id: str, now: float) -> None:
@@ -331,8 +343,14 @@ class Runtime:
     def store_progress(self) -> tuple[int, int]:
         """Writes handed to the store writer, and how many of them are done (committed, or rejected
         and logged). The writer commits in order: once the second reaches an earlier first, everything
-        handed before then is in SQLite."""
+        handed before then is in SQLite.
+
+        Once the writer has dropped a write (its queue was full while storage failed), what it dropped
+        is only in the inbound journal: from then on nothing counts as done, so the journal keeps every
+        later segment and the next start re-delivers them (the ones stored meanwhile are skipped)."""
         stats = self.writer.statistics()
+        if stats.dropped:
+            return stats.enqueued, -1
         return stats.enqueued, stats.written + stats.rejected
 
     async def stored_already(self, messages: Sequence[ChatMessage]) -> list[bool]:
@@ -369,11 +387,8 @@ class Runtime:
         assignment = self.kernel.note_outgoing(message)
         stored = StoredMessage.from_chat_message(message, thread_id=assignment.thread.id)
         self.recent.add(stored)
-        try:
-            self.writer.put_nowait(stored)
-        except Exception:
-            if self._task_group is not None:
-                self._task_group.start_soon(self.writer.put, stored)
+        self.deliveries.note(stored)
+        self.writer.offer(stored)
 
     def loop_spawn(self, work: Awaitable[object]) -> None:
         """Run ``work`` in the lifespan's task group: bookkeeping (a store write, a session record)

@@ -17,14 +17,20 @@ class StoreConfig(Section):
     # loses at most the messages queued since the last commit: about one interval.
     flush_interval_ms: int = Field(default=200, ge=10, le=10_000)
     flush_max_items: int = Field(default=500, ge=1)
-    # A full queue makes producers wait (back-pressure); nothing is dropped.
+    # A full queue makes background producers wait; the message path never waits: what does not
+    # fit is dropped, counted (/status) and logged with counts.
     queue_max: int = Field(default=10_000, ge=1)
-    # SQLite waits this long for another connection's lock inside each attempt...
+    # SQLite waits this long for another connection's lock inside each attempt (a write's attempts
+    # together never longer than write_wait_ms)...
     busy_timeout_ms: int = Field(default=5_000, ge=0)
     # ...and the store tries this many more times, backing off from lock_backoff_ms, before it
     # raises StoreLockedError.
     lock_retries: int = Field(default=3, ge=0)
     lock_backoff_ms: int = Field(default=100, ge=1)
+    # A write waits at most this long for the database (this process's other writes and another
+    # connection's lock together), then fails: the writer retries its batches, other writes carry
+    # on without theirs, so no reply waits behind a locked database.
+    write_wait_ms: int = Field(default=1_000, ge=1)
     # A failed flush (full disk, I/O error, a lock) is retried with backoff from retry_backoff_ms,
     # doubling up to retry_backoff_max_ms; the batch stays queued meanwhile.
     retry_backoff_ms: int = Field(default=200, ge=1)

@@ -99,6 +99,10 @@ class ChatInfo:
         }
 
 
+def _identity(message: StoredMessage | ChatMessage) -> tuple[str, str, float]:
+    return (message.message_id, message.sender_id, message.time)
+
+
 class RecentMessages(Protocol):
     """Messages seen but perhaps not yet flushed to the store, per chat, oldest first."""
 
@@ -425,15 +429,17 @@ class ContextBuilder:
             ]
         else:
             return ()
-        chosen = {m.message_id: m for m in in_conversation}
+        # Keyed by the message, not its platform id: ids repeat in a chat over a long history.
+        chosen = {_identity(m): m for m in in_conversation}
         # The bot's own replies to this conversation, even where they were not linked to its thread.
         pool = list(self._recent.recent(chat_id)) if self._recent is not None else []
         pool += await self._store.recent_messages(chat_id, limit=cfg.reply_window)
+        answered = {m.message_id for m in chosen.values()}
         for message in pool:
-            if message.from_self and message.chat_id == chat_id and message.reply_to in chosen:
-                chosen.setdefault(message.message_id, message)
+            if message.from_self and message.chat_id == chat_id and message.reply_to in answered:
+                chosen.setdefault(_identity(message), message)
         if trigger is not None:
-            chosen.pop(trigger.message_id, None)
+            chosen.pop(_identity(trigger), None)
             chosen = {k: m for k, m in chosen.items() if m.time <= trigger.time}
         ordered = sorted(chosen.values(), key=lambda m: (m.time, m.message_id))
         ordered = [m for m in ordered if not m.recalled]

@@ -9,7 +9,7 @@
     memory.py       ``MemoryStore``: in-memory, for tests and the replay tool (+ memory_tables.py)
     kernel_state.py the kernel's events, lexicon and speeches to records and back; restore_kernel
     sqlite/         ``SqliteStore``: one file, WAL, numbered migrations (``sqlite/migrations/``)
-    writer.py       ``StoreWriter``: bounded queue, one transaction per flush interval
+    writer.py       ``StoreWriter``: bounded queue, one transaction per flush interval, counted drops
     restore.py      ``load_runtime_state`` on the Protocol alone
     paths.py        ``data_dir_from_env()``: ``GREYWIND_DATA_DIR``, default ``./data``
     __main__.py     ``python -m runtime.store [PATH] [--backup FILE]``: status, rows per table, backup
@@ -20,9 +20,9 @@ Wiring (the lifespan owns it)::
     state = await store.load_runtime_state(now=clock.now(), policy=RestorePolicy.from_config(cfg.store))
     writer = StoreWriter.from_config(store, cfg.store)
     task_group.start_soon(writer.run)                     # or: async with writer: ...
-    await writer.put(StoredMessage.from_chat_message(msg, thread_id=...))   # per message
+    writer.offer(StoredMessage.from_chat_message(msg, thread_id=...))   # per message: never waits
     ...
-    await writer.aclose()                                 # before cancelling the task group
+    await writer.aclose(timeout=2.0)                      # before cancelling the task group
     await store.close()
 
 Durability: a committed transaction survives ``kill -9`` (WAL). What the writer had queued but not

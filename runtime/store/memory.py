@@ -27,6 +27,7 @@ from runtime.store.records import (
     ToolCallRecord,
     TopicLink,
     WriteItem,
+    same_delivery,
 )
 from runtime.store.restore import load_runtime_state
 from runtime.store.text import IndexedText, index_text, match_score, parse_query
@@ -56,7 +57,8 @@ class MemoryStore(MemoryTables):
     def __init__(self) -> None:
         self._closed = False
         self._seq = itertools.count()
-        self._messages: dict[tuple[str, str], _Row] = {}
+        self._messages: dict[int, _Row] = {}  # by seq: a platform id may name several messages
+        self._by_id: dict[tuple[str, str], list[_Row]] = defaultdict(list)  # insertion order
         self._events: dict[str, EventRecord] = {}
         self._activations: dict[str, ScheduledActivation] = {}
         self._speeches: list[SpeechRecord] = []
@@ -92,6 +94,7 @@ class MemoryStore(MemoryTables):
         for item in items:
             if not isinstance(item, _WRITE_TYPES):
                 raise TypeError(f"not a write item: {item!r}")
+        items = [i.encodable() if isinstance(i, StoredMessage) else i for i in items]
         indexed = {id(i): index_text(i.text) for i in items if isinstance(i, StoredMessage)}
         for item in items:
             self._apply(item, indexed.get(id(item)))
@@ -100,19 +103,21 @@ class MemoryStore(MemoryTables):
 
     def _apply(self, item: WriteItem, indexed: IndexedText | None) -> None:
         if isinstance(item, StoredMessage):
-            key = (item.chat_id, item.message_id)
-            old = self._messages.get(key)
-            seq = old.seq if old else next(self._seq)
-            self._messages[key] = _Row(seq, item, indexed or index_text(item.text))
+            same_id = self._by_id[(item.chat_id, item.message_id)]
+            if any(same_delivery(r.message, item) for r in same_id):
+                return  # a repeated delivery of a stored message
+            row = _Row(next(self._seq), item, indexed or index_text(item.text))
+            self._messages[row.seq] = row
+            same_id.append(row)
         elif isinstance(item, MessageRecalled):
-            row = self._messages.get((item.chat_id, item.message_id))
-            if row:
-                row.message = replace(row.message, recalled=True)
+            recalled = self._latest(item.chat_id, item.message_id)
+            if recalled:
+                recalled.message = replace(recalled.message, recalled=True)
         elif isinstance(item, TopicLink):
             for mid in item.message_ids:
-                row = self._messages.get((item.chat_id, mid))
-                if row:
-                    row.message = replace(row.message, topic_thread_id=item.topic_thread_id)
+                linked = self._latest(item.chat_id, mid)
+                if linked:
+                    linked.message = replace(linked.message, topic_thread_id=item.topic_thread_id)
         elif isinstance(item, SpeechRecord):
             self._speeches.append(item)
         elif isinstance(item, EventRecord):
@@ -132,14 +137,19 @@ class MemoryStore(MemoryTables):
     async def append_messages(self, messages: Sequence[StoredMessage]) -> None:
         await self.write(messages)
 
+    def _latest(self, chat_id: str, message_id: str) -> _Row | None:
+        """The most recent message with this platform id."""
+        rows = self._by_id.get((chat_id, message_id))
+        return max(rows, key=lambda r: (r.message.time, r.seq)) if rows else None
+
     async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None:
         self._check()
-        row = self._messages.get((chat_id, message_id))
+        row = self._latest(chat_id, message_id)
         return row.message if row else None
 
     async def get_messages(self, chat_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
         self._check()
-        rows = (self._messages.get((chat_id, mid)) for mid in message_ids)
+        rows = (self._latest(chat_id, mid) for mid in message_ids)
         return [r.message for r in rows if r]
 
     def _sorted(self, rows: Iterable[_Row]) -> list[_Row]:

@@ -3,6 +3,9 @@
 Conventions every backend keeps (``tests/store/test_contract.py`` checks them):
 
 - Upserts replace the whole record under its key (see ``runtime.store.records`` for the keys).
+  Messages have no key: each is its own row, a repeated delivery of one message is kept once, and
+  a lookup by platform id (a reply's target, a recall, a topic link) means the most recent message
+  with that id (``records.same_delivery``).
 - ``get_*`` returns ``None`` for a missing key; ``list_*`` returns a list, possibly empty.
 - Lists of messages are oldest first (by ``time``, then insertion order); lists of threads, sessions,
   tasks, memories and profiles are most recently updated first; handoffs newest first.
@@ -103,16 +106,18 @@ class Store(Protocol):
     # -- batched writes (the writer task's entry point) -------------------------------------------
 
     async def write(self, items: Sequence[WriteItem]) -> None:
-        """Apply every item in one transaction (all or none). Messages upsert by (chat_id, message_id)."""
+        """Apply every item in one transaction (all or none). A message already stored (the same
+        delivery, ``records.same_delivery``) is not stored again."""
 
     # -- messages --------------------------------------------------------------------------------
 
     async def append_messages(self, messages: Sequence[StoredMessage]) -> None: ...
 
-    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None: ...
+    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None:
+        """The most recent message of the chat with this platform id."""
 
     async def get_messages(self, chat_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
-        """The messages found, in the order of ``message_ids``; missing ids are skipped."""
+        """The most recent message for each id, in the order of ``message_ids``; missing ids are skipped."""
 
     async def recent_messages(
         self, chat_id: str, *, limit: int = 50, before: float | None = None

@@ -8,7 +8,7 @@ always given by the caller (the store never reads the clock for a record's field
 Keys, so every backend agrees on what "upsert" replaces:
 
 =====================  ==========================================
-StoredMessage          (chat_id, message_id)
+StoredMessage          none: each message is its own row (see below)
 EventRecord            id
 ScheduledActivation    event_id
 LexiconTermRecord      (scope, owner, term)
@@ -25,14 +25,24 @@ EpisodeRecord          id (its steps are keyed by (episode_id, index))
 ToolCallRecord         id
 SpeechRecord           append-only log
 =====================  ==========================================
+
+A platform message id does not name one message: OneBot implementations derive their int32 ids from
+hashes or restart their counters, so ids repeat inside a chat over a long history. A message with a
+known id but another sender, text or a time far apart is a new message, stored beside the older one;
+only a repeated *delivery* of one message (:func:`same_delivery`: same chat, id, sender and text
+within ``DUPLICATE_WINDOW`` seconds; for the bot's own messages, same chat and id) is kept once, the
+first copy winning. Lookups by id (``get_message``, a reply's target, a recall notice, a topic link)
+mean the most recent message with that id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from runtime.unicode_safe import clean_text
 
 if TYPE_CHECKING:
     from runtime.kernel.message import ChatMessage
@@ -91,6 +101,43 @@ class StoredMessage:
             mentions=message.mentions,
             addressed=message.addressed,
         )
+
+    def encodable(self) -> StoredMessage:
+        """This message with lone surrogates replaced (itself when there are none): a backend stores
+        the odd character as U+FFFD instead of refusing the message."""
+        fields = (self.chat_id, self.message_id, self.sender_id, self.sender_name, self.text, *self.mentions)
+        if all(clean_text(f) is f for f in fields) and clean_text(self.reply_to or "") == (
+            self.reply_to or ""
+        ):
+            return self
+        return replace(
+            self,
+            chat_id=clean_text(self.chat_id),
+            message_id=clean_text(self.message_id),
+            sender_id=clean_text(self.sender_id),
+            sender_name=clean_text(self.sender_name),
+            text=clean_text(self.text),
+            reply_to=clean_text(self.reply_to) if self.reply_to is not None else None,
+            mentions=tuple(clean_text(m) for m in self.mentions),
+        )
+
+
+# Copies of one message arrive this close together (a re-sent frame, a journal replaying what it
+# received before a kill -9); the same id, sender and text further apart is a new message.
+DUPLICATE_WINDOW = 3_600.0
+
+
+def delivery_key(message: StoredMessage | Any) -> tuple[str, str, str, str]:
+    """What two deliveries of one message share (with ``time`` within ``DUPLICATE_WINDOW``). The
+    bot's own messages are known by id alone: the copy noted at sending and the platform's echo
+    may render differently and name a different sender."""
+    if message.from_self:
+        return (message.chat_id, message.message_id, "", "\x00self")
+    return (message.chat_id, message.message_id, message.sender_id, message.text)
+
+
+def same_delivery(a: StoredMessage, b: StoredMessage) -> bool:
+    return delivery_key(a) == delivery_key(b) and abs(a.time - b.time) <= DUPLICATE_WINDOW
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,19 +6,24 @@ up to ``flush_max_items`` — and commits it with one ``store.write(batch)``: on
 
 Guarantees:
 
-- **Back-pressure, not loss.** The queue is bounded; a full queue makes ``put`` wait
-  (``put_nowait`` raises ``WriterFullError``). Nothing is dropped to make room.
+- **Back-pressure for those who can wait, a counted overflow for those who cannot.** The queue is
+  bounded; a full queue makes ``put`` wait (``put_nowait`` raises ``WriterFullError``). The message
+  path must never wait on storage, so it calls ``offer``: on a full queue the item is dropped,
+  counted in ``dropped`` and logged (``store.writes_dropped``, with counts, at most every few seconds).
 - **Failed writes are retried.** A ``StoreError`` (full disk, I/O error, a lock held too long) keeps
   the batch and retries it with exponential backoff, forever, logging and counting each failure;
-  meanwhile the queue fills and producers wait. Any other exception means a record the store cannot
-  take (a payload that is not JSON, say): the batch is split until the bad item is alone, and that
-  one item is logged with its error and counted in ``rejected`` — never silently dropped.
-- **Shutdown flushes.** ``aclose()`` stops new writes, commits everything queued and returns; if the
-  store still refuses after ``close_timeout`` it raises ``WriterError`` naming how many items remain.
-  Call it before cancelling the task group that runs the loop: a cancelled loop cannot flush.
-- **Reads do not see queued writes.** A reader that needs what was just put (the message that
-  triggered a reply, say) calls ``await writer.flush()`` first (one commit, a few ms), or keeps its
-  own window of recent messages.
+  meanwhile the queue fills (``put`` waits, ``offer`` drops). ``failing_since`` says since when the
+  store has refused every commit (``None`` while healthy), for ``/status``. Any other exception
+  means a record the store cannot take (a payload that is not JSON, say): the batch is split until
+  the bad item is alone, and that one item is logged with its error and counted in ``rejected``.
+- **Shutdown flushes, on time.** ``aclose(timeout)`` stops new writes, commits everything queued and
+  returns. If the store still refuses when the deadline passes, the commit in flight is abandoned
+  (its transaction rolls back), ``store.writes_lost`` is logged with how many items were lost and
+  the store's last error, and ``WriterError`` is raised naming the same count. Call it before
+  cancelling the task group that runs the loop: a cancelled loop cannot flush.
+- **Reads do not see queued writes.** A reader that needs what was just put keeps its own window of
+  recent messages (the runtime's recent buffer); ``await writer.flush()`` waits for a commit, which
+  a failing store may never make, so nothing on the reply path calls it.
 - **The kill -9 bound.** Committed is durable (SQLite WAL). After ``kill -9``, what is missing is what
   was queued since the last commit: at most one flush interval of items (plus the one commit that was
   in flight). ``tests/store/test_kill.py`` checks this with a real killed process.
@@ -52,6 +57,11 @@ from runtime.store.records import (
 
 log = structlog.get_logger("greywind.store.writer")
 
+# Dropped writes are logged at most this often (seconds), each line with the count since the last.
+DROP_LOG_INTERVAL = 5.0
+# After aclose's deadline, how long the abandoned commit gets to roll back (seconds).
+ABANDON_WAIT = 1.0
+
 _WRITE_TYPES = (
     StoredMessage,
     MessageRecalled,
@@ -78,9 +88,11 @@ class WriterStatistics:
     batches: int
     failures: int
     rejected: int
+    dropped: int
     max_batch: int
     last_flush_seconds: float
     last_error: str | None
+    failing_since: float | None  # wall-clock time of the first failed commit since the last good one
     running: bool
     closed: bool
 
@@ -127,6 +139,13 @@ class StoreWriter:
         self._last_flush = 0.0
         self._last_error: str | None = None
         self._give_up_at: float | None = None
+        self._dropped = 0
+        self._dropped_logged = 0
+        self._dropped_log_at = 0.0
+        self._failing_since: float | None = None
+        self._commit_task: asyncio.Task[None] | None = None
+        self._abandoned = False
+        self._stop_error: WriterError | None = None
 
     @classmethod
     def from_config(cls, store: Store, config: StoreConfig) -> StoreWriter:
@@ -168,6 +187,28 @@ class StoreWriter:
             raise WriterFullError(f"the store writer's queue is full ({self._queue_max} items)") from None
         self._enqueued_one()
 
+    def offer(self, item: WriteItem) -> bool:
+        """Queue one write if there is room, never waiting. A full queue drops it: counted, logged
+        (``store.writes_dropped``: how many since the last line, how many in all), ``False``."""
+        try:
+            self.put_nowait(item)
+        except (WriterFullError, StoreClosedError):
+            self._dropped += 1
+            now = time.monotonic()
+            if now - self._dropped_log_at >= DROP_LOG_INTERVAL:
+                log.error(
+                    "store.writes_dropped",
+                    dropped=self._dropped - self._dropped_logged,
+                    dropped_total=self._dropped,
+                    kind=type(item).__name__,
+                    queue_max=self._queue_max,
+                    error=self._last_error,
+                )
+                self._dropped_logged = self._dropped
+                self._dropped_log_at = now
+            return False
+        return True
+
     async def flush(self) -> None:
         """Commit everything queued so far now, and wait until it is written (or rejected)."""
         target = self._enqueued
@@ -195,6 +236,12 @@ class StoreWriter:
                 batch = self._drain()
                 if batch:
                     await self._commit(batch)
+        except WriterError as exc:
+            # Given up (closing past its deadline, or the store closed under it): aclose() reports
+            # the loss; the loop ends quietly so the task group around it is not torn down.
+            self._stop_error = exc
+            if not self._closing:
+                log.error("store.writer_stopped", unwritten=self.unwritten, error=str(exc))
         finally:
             self._running = False
             async with self._progress:
@@ -219,9 +266,18 @@ class StoreWriter:
 
     async def _commit(self, batch: list[WriteItem]) -> None:
         self._in_flight = len(batch)
+        task = asyncio.get_running_loop().create_task(self._write_with_retries(batch))
+        self._commit_task = task
         try:
-            await self._write_with_retries(batch)
+            await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not (self._abandoned and task.cancelled()) or (current is not None and current.cancelling()):
+                raise
+            # aclose() gave up on this commit at its deadline: nothing of the batch was applied.
+            raise WriterError(self.unwritten, self._last_error or "shutdown deadline") from None
         finally:
+            self._commit_task = None
             self._in_flight = 0
         async with self._progress:
             self._progress.notify_all()
@@ -265,6 +321,9 @@ class StoreWriter:
                 await self._write_with_retries(batch[half:])
                 return
             self._last_flush = time.perf_counter() - started
+            if self._failing_since is not None:
+                log.info("store.write_recovered", failures=self._failures, queued=self._queue.qsize())
+                self._failing_since = None
             self._written += len(batch)
             self._done += len(batch)
             self._batches += 1
@@ -273,34 +332,71 @@ class StoreWriter:
 
     def _failure(self, exc: BaseException, size: int, retry_in: float) -> None:
         self._failures += 1
+        if isinstance(exc, StoreError) and self._failing_since is None:
+            self._failing_since = time.time()
         self._last_error = f"{type(exc).__name__}: {exc}"
         log.warning("store.write_failed", items=size, error=self._last_error, retry_in=retry_in)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def aclose(self) -> None:
-        """Refuse new writes, commit what is queued, stop the loop (idempotent)."""
+    async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (a budget, kept whole)
+        """Refuse new writes, commit what is queued, stop the loop (idempotent).
+
+        Gives up ``timeout`` seconds from now (default: ``close_timeout``): what is still unwritten
+        then is logged as ``store.writes_lost`` (count and reason) and ``WriterError`` is raised."""
         if self._closed:
             return
+        budget = self._close_timeout if timeout is None else max(0.0, timeout)
         self._closing = True
         self._closing_event.set()
-        self._give_up_at = time.monotonic() + self._close_timeout
+        self._give_up_at = time.monotonic() + budget
         self._wake.set()
         self._arrived.set()
+        failure: WriterError | None = None
         try:
-            if self._task is not None:
-                await self._task
-            elif self._running:
-                async with self._progress:
-                    await self._progress.wait_for(lambda: not self._running)
-            elif not self._queue.empty():
-                # Never started (or already stopped): write what is left here.
-                await self.run()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wait_stopped(), budget)
+            if self._running or (self._task is not None and not self._task.done()):
+                # The store kept refusing, or one commit is stuck inside SQLite: abandon it.
+                self._abandoned = True
+                if self._commit_task is not None:
+                    self._commit_task.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wait_stopped(), ABANDON_WAIT)
+        except WriterError as exc:
+            failure = exc
         finally:
             self._closed = True
             self._task = None
-        if not self._queue.empty():
-            raise WriterError(self._queue.qsize(), self._last_error or "the writer stopped early")
+        lost = self.unwritten
+        if lost:
+            failure = WriterError(
+                lost, self._last_error or str(failure or self._stop_error or "stopped early")
+            )
+        if failure is not None:
+            log.error(
+                "store.writes_lost",
+                lost=failure.unwritten,
+                written=self._written,
+                dropped=self._dropped,
+                reason=self._last_error or str(failure),
+            )
+            raise failure
+
+    @property
+    def unwritten(self) -> int:
+        """Items accepted and neither written nor rejected (queued, or in a commit not yet done)."""
+        return self._enqueued - self._done
+
+    async def _wait_stopped(self) -> None:
+        if self._task is not None:
+            await asyncio.shield(self._task)
+        elif self._running:
+            async with self._progress:
+                await self._progress.wait_for(lambda: not self._running)
+        elif not self._queue.empty():
+            # Never started (or already stopped): write what is left here.
+            await self.run()
 
     async def __aenter__(self) -> StoreWriter:
         self._running = True  # so flush() right away waits for the loop instead of failing
@@ -325,9 +421,11 @@ class StoreWriter:
             batches=self._batches,
             failures=self._failures,
             rejected=self._rejected,
+            dropped=self._dropped,
             max_batch=self._max_batch,
             last_flush_seconds=self._last_flush,
             last_error=self._last_error,
+            failing_since=self._failing_since,
             running=self._running,
             closed=self._closed,
         )

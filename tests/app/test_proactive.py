@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.store.errors import StoreWriteError
 from tests.app.conftest import FakeBot, FakeClock, make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -108,3 +109,24 @@ async def test_a_reminder_is_on_disk_after_the_periodic_save_before_any_stop(
         assert [(e.chat_id, e.state, e.payload["text"]) for e in stored] == [
             ("private:42", "scheduled", "交周报")
         ]
+
+
+async def test_a_reminder_the_store_cannot_keep_is_not_promised(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(call("schedule_message", text="交周报", delay_minutes=1), call("reply", text="好的"))
+
+    async def disk_full(_record: object) -> None:
+        raise StoreWriteError("write failed: database or disk is full")
+
+    async with running(make_config(openai_server), data_dir) as h:
+        h.runtime.store.save_event = disk_full  # type: ignore[method-assign]
+        await h.say("灰风 一分钟后提醒我交周报", addressed=True)
+        await h.settle()
+        tool_results = [
+            m["content"] for m in openai_server.chat_requests[1].messages if m.get("role") == "tool"
+        ]
+        assert any("没能保存" in text for text in tool_results), tool_results
+        del h.runtime.store.save_event
+        await h.advance(120)
+        assert "提醒：交周报" not in h.bot.texts()  # withdrawn, as the model was told

@@ -10,6 +10,7 @@ from runtime.config.store import StoreConfig
 from runtime.store.errors import StoreClosedError
 from runtime.store.protocol import RestorePolicy, Store
 from runtime.store.records import (
+    DUPLICATE_WINDOW,
     ActivationDone,
     EpisodeRecord,
     EpisodeStep,
@@ -89,13 +90,43 @@ async def test_messages_round_trip_every_field(store: Store) -> None:
     assert await store.get_message(G2, "42") is None
 
 
-async def test_message_ids_are_per_chat_and_upsert_replaces(store: Store) -> None:
+async def test_message_ids_are_per_chat_and_a_repeated_delivery_is_stored_once(store: Store) -> None:
     await store.append_messages([msg(G1, "1", 1.0, "a"), msg(G2, "1", 1.0, "b")])
-    await store.append_messages([msg(G1, "1", 1.0, "edited")])
-    assert (await store.get_message(G1, "1")).text == "edited"  # type: ignore[union-attr]
+    await store.append_messages([msg(G1, "1", 1.0, "a"), msg(G1, "1", 2.5, "a")])  # delivered again
+    assert (await store.get_message(G1, "1")).text == "a"  # type: ignore[union-attr]
     assert (await store.get_message(G2, "1")).text == "b"  # type: ignore[union-attr]
     assert await store.count_messages() == 2
     assert await store.count_messages(G1) == 1
+
+
+async def test_a_reused_message_id_is_a_new_message_and_keeps_the_older_one(store: Store) -> None:
+    older = msg(G1, "7", 1.0, "第一次说的苹果")
+    other_sender = msg(G1, "7", 5.0, "换个人说的香蕉", sender_id="u2")
+    other_text = msg(G1, "7", 9.0, "同一个人说的橙子")
+    much_later = msg(G1, "7", 1.0 + 2 * DUPLICATE_WINDOW, "第一次说的苹果")
+    await store.append_messages([older, other_sender])
+    await store.write([other_text, much_later])
+    assert await store.count_messages(G1) == 4
+    assert [m.text for m in await store.recent_messages(G1)] == [
+        m.text for m in (older, other_sender, other_text, much_later)
+    ]
+    assert len(await store.search_messages("苹果", chat_ids=[G1])) == 2
+    assert len(await store.search_messages("香蕉", chat_ids=[G1])) == 1
+    # By id: the most recent message with it (a reply's target, get_messages too).
+    assert await store.get_message(G1, "7") == much_later
+    assert await store.get_messages(G1, ["7"]) == [much_later]
+    # A recall and a topic link apply to the most recent one only.
+    await store.write([MessageRecalled(G1, "7"), TopicLink(G1, ("7",), "topic-7")])
+    assert [m.recalled for m in await store.recent_messages(G1)] == [False, False, False, True]
+    assert [m.time for m in await store.topic_messages("topic-7")] == [much_later.time]
+    assert len(await store.search_messages("苹果", chat_ids=[G1])) == 1
+
+
+async def test_the_bots_own_message_and_its_echo_are_one_message(store: Store) -> None:
+    sent = StoredMessage(G1, "90", "self", "灰风", 10.0, "好的", from_self=True)
+    echo = StoredMessage(G1, "90", "10000", "灰风", 10.4, "@小明 好的", from_self=True)
+    await store.write([sent, echo])
+    assert await store.recent_messages(G1) == [sent]
 
 
 async def test_get_messages_keeps_requested_order_and_skips_missing(store: Store) -> None:
@@ -520,7 +551,7 @@ async def test_closed_store_refuses_work(store: Store) -> None:
 async def test_statistics_count_messages_and_batches(store: Store) -> None:
     before = store.statistics()
     await store.append_messages([msg(G1, "1", 1.0), msg(G1, "2", 2.0)])
-    await store.write([msg(G1, "2", 2.0, "edited"), msg(G2, "1", 3.0), SpeechRecord(G1, 4.0)])
+    await store.write([msg(G1, "2", 2.0), msg(G2, "1", 3.0), SpeechRecord(G1, 4.0)])  # "2" again
     stats = store.statistics()
     assert stats.messages == 3 == await store.count_messages()
     assert stats.batches_written - before.batches_written == 2
@@ -559,3 +590,14 @@ async def test_prune_runtime_state_forgets_only_what_restore_would_skip(store: S
     assert (report.events, report.speeches) == (1, 1)
     assert {e.id for e in await store.load_events()} == {"old-waiting", "new-done"}
     assert [s.time for s in await store.recent_speeches(G1, since=0.0)] == [now - 60]
+
+
+async def test_a_lone_surrogate_costs_a_replacement_character_not_the_batch(store: Store) -> None:
+    odd = StoredMessage(G1, "2", "u\ud800", "名\udfff", 2.0, "半个\ud83d表情", mentions=("x\ud800",))
+    await store.write([msg(G1, "1", 1.0, "前"), odd, msg(G1, "3", 3.0, "后")])
+    assert [m.message_id for m in await store.recent_messages(G1)] == ["1", "2", "3"]
+    stored = await store.get_message(G1, "2")
+    assert stored is not None
+    assert (stored.sender_id, stored.sender_name, stored.text) == ("u\ufffd", "名\ufffd", "半个\ufffd表情")
+    assert stored.mentions == ("x\ufffd",)
+    assert len(await store.search_messages("表情", chat_ids=[G1])) == 1

@@ -17,7 +17,14 @@ from runtime.store.errors import (
     StoreLockedError,
 )
 from runtime.store.paths import data_dir_from_env
-from runtime.store.records import Session, SessionState, SpeechRecord, StoredMessage, TopicThread
+from runtime.store.records import (
+    EventRecord,
+    Session,
+    SessionState,
+    SpeechRecord,
+    StoredMessage,
+    TopicThread,
+)
 from runtime.store.sqlite import DB_FILENAME, LATEST_VERSION, SqliteStore
 from runtime.store.sqlite.schema import load_migrations
 from runtime.store.writer import StoreWriter
@@ -144,6 +151,33 @@ async def test_migrates_a_version_1_database_keeping_its_rows(tmp_path: Path) ->
         await store.close()
 
 
+async def test_a_version_3_database_keeps_its_messages_and_takes_a_reused_id(tmp_path: Path) -> None:
+    path = tmp_path / DB_FILENAME
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " applied_at REAL NOT NULL)"
+        )
+        for mig in load_migrations()[:3]:
+            conn.executescript(mig.sql)
+            conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (mig.version, mig.name))
+        conn.execute(
+            "INSERT INTO messages (chat_id, message_id, sender_id, sender_name, time, text, words, chars)"
+            " VALUES (?, '5', 'u1', 'Alice', 1.0, '旧的爬虫', '旧 的 爬虫', '旧 的 爬 虫')",
+            (G1,),
+        )
+    conn.close()
+    store = await SqliteStore.open(path)
+    try:
+        assert store.schema_version == LATEST_VERSION >= 4
+        await store.write([msg(5, "新的爬虫")])  # the platform reused id 5
+        assert [m.text for m in await store.recent_messages(G1)] == ["旧的爬虫", "新的爬虫"]
+        assert len(await store.search_messages("爬虫", chat_ids=[G1])) == 2
+        assert (await store.get_message(G1, "5")).text == "新的爬虫"  # type: ignore[union-attr]
+    finally:
+        await store.close()
+
+
 def _hold_lock(path: Path, release: threading.Event, held: threading.Event, whole_file: bool) -> None:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     if whole_file:
@@ -230,5 +264,31 @@ async def test_concurrent_reads_and_writes_share_one_connection_safely(tmp_path:
         assert len(await store.list_sessions()) == 8
         assert {s.recent_dialogue for s in await store.list_sessions()} == {("9",)}
         assert len(await store.search_messages("并发3", chat_ids=[G1], limit=100)) == 25
+    finally:
+        await store.close()
+
+
+async def test_a_lone_surrogate_in_json_is_stored_as_a_replacement_character(tmp_path: Path) -> None:
+    store = await SqliteStore.open(tmp_path / DB_FILENAME)
+    try:
+        record = EventRecord(
+            "ev-odd",
+            "reminder",
+            G1,
+            None,
+            (),
+            (),
+            1.0,
+            1.0,
+            2.0,
+            None,
+            0.5,
+            "scheduled",
+            {"text": "提醒\ud83d"},
+        )
+        await store.save_event(record)
+        stored = await store.get_event("ev-odd")
+        assert stored is not None
+        assert stored.payload == {"text": "提醒\ufffd"}
     finally:
         await store.close()

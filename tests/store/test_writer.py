@@ -193,8 +193,8 @@ async def test_a_full_disk_is_retried_until_space_returns(tmp_path: Path) -> Non
     store = await SqliteStore.open(tmp_path / "greywind.sqlite3")
     try:
         pages = (await store._one("PRAGMA page_count"))[0]
-        # SQLite's own "database or disk is full", the error a full disk raises.
-        await store._one(f"PRAGMA max_page_count = {pages + 2}")
+        # SQLite's own "database or disk is full", the error a full disk raises (on the write connection).
+        await store._db.execute(f"PRAGMA max_page_count = {pages + 2}")
         filler = "满" * 2_000
         async with StoreWriter(
             store, flush_interval=0.01, retry_backoff=0.01, retry_backoff_max=0.05
@@ -208,7 +208,7 @@ async def test_a_full_disk_is_retried_until_space_returns(tmp_path: Path) -> Non
             stats = writer.statistics()
             assert stats.failures >= 3
             assert "full" in (stats.last_error or "")
-            await store._one("PRAGMA max_page_count = 1073741823")
+            await store._db.execute("PRAGMA max_page_count = 1073741823")
             await writer.flush()
         assert [m.message_id for m in await store.list_messages(G1)] == [str(i) for i in range(40)]
     finally:
@@ -237,3 +237,39 @@ async def test_close_cuts_a_long_backoff_short() -> None:
             await writer.aclose()
     assert loop.time() - started < 5.0
     await store.close()
+
+
+async def test_offer_never_waits_on_a_failing_store_and_counts_what_it_drops() -> None:
+    store = FlakyStore(fail=1_000_000)
+    writer = StoreWriter(store, flush_interval=0.01, queue_max=5, retry_backoff=0.01)
+    task = asyncio.create_task(writer.run())
+    try:
+        accepted = [writer.offer(msg(i)) for i in range(20)]  # synchronous: nothing can wait here
+        await asyncio.sleep(0.05)
+        stats = writer.statistics()
+        # The loop took one batch off the queue, so a few more than queue_max were accepted at most.
+        assert 5 <= sum(accepted) <= 10
+        assert stats.dropped == 20 - sum(accepted)
+        assert stats.failing_since is not None
+        assert "disk is full" in (stats.last_error or "")
+    finally:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(WriterError) as lost:
+            await writer.aclose(timeout=0.3)
+        assert asyncio.get_running_loop().time() - started < 1.5
+        assert lost.value.unwritten == writer.unwritten > 0
+        await asyncio.wait_for(task, 1.0)
+
+
+async def test_a_commit_stuck_past_the_close_deadline_is_abandoned_and_counted() -> None:
+    store = GatedStore()
+    store.gate.clear()  # the commit never returns: SQLite waiting on a lock, say
+    writer = StoreWriter(store, flush_interval=0.01)
+    task = asyncio.create_task(writer.run())
+    for i in range(3):
+        await writer.put(msg(i))
+    await asyncio.sleep(0.05)
+    with pytest.raises(WriterError, match="3 unwritten"):
+        await writer.aclose(timeout=0.2)
+    await asyncio.wait_for(task, 1.0)
+    assert await stored_ids(store) == []

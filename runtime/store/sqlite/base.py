@@ -1,15 +1,23 @@
-"""The connection owner shared by the SQLite store's table groups: one aiosqlite connection, one lock.
+"""The connections shared by the SQLite store's table groups: one for writes, one for reads.
 
-All statements go through :meth:`SqliteBase._rows` (reads) and :meth:`SqliteBase._tx` (writes). One
-asyncio lock serialises them, because a transaction spans several awaits on the single connection
-and nothing else may slip into it. Writes run as ``BEGIN IMMEDIATE ... COMMIT`` with lock retries;
-any other SQLite failure rolls back and raises ``StoreWriteError`` (the caller may retry the whole).
+All statements go through :meth:`SqliteBase._rows` (reads) and :meth:`SqliteBase._tx` (writes).
+Writes share one connection and one asyncio lock, because a transaction spans several awaits on it
+and nothing else may slip into it. They run as ``BEGIN IMMEDIATE ... COMMIT``; any SQLite failure
+other than a lock rolls back and raises ``StoreWriteError`` (the caller may retry the whole).
+
+Reads have a connection of their own (WAL: a reader never waits for a writer), so building a reply's
+context never queues behind a write that is stuck on a full disk or on another process's lock.
+
+A write waits at most ``[store] write_wait_ms`` for the database (this process's other writes and
+another connection's lock together), then raises ``StoreLockedError``. The writer task retries its
+batches with backoff; every other write fails fast, and the reply path carries on without it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +27,7 @@ import structlog
 
 from runtime.config.store import StoreConfig
 from runtime.store.errors import StoreClosedError, StoreLockedError, StoreWriteError
-from runtime.store.sqlite.schema import retrying
+from runtime.store.sqlite.schema import is_locked_error, retrying
 
 log = structlog.get_logger("greywind.store")
 
@@ -41,13 +49,48 @@ def upsert_sql(table: str, columns: str, key: str) -> str:
     )
 
 
+async def _acquire_within(lock: asyncio.Lock, seconds: float) -> bool:
+    """Take ``lock`` if it comes free within ``seconds``; never leaves it taken on failure or cancel."""
+    if not lock.locked():
+        await lock.acquire()
+        return True
+    waiter = asyncio.ensure_future(lock.acquire())
+
+    def give_back(done: asyncio.Future[Any]) -> None:
+        # Granted after all (the timeout and the wake-up crossed): nobody holds it, release it.
+        if not done.cancelled() and done.exception() is None:
+            lock.release()
+
+    try:
+        finished, _ = await asyncio.wait({waiter}, timeout=seconds)
+    except BaseException:
+        waiter.cancel()
+        waiter.add_done_callback(give_back)
+        raise
+    if finished:
+        return True
+    waiter.cancel()
+    waiter.add_done_callback(give_back)
+    return False
+
+
 class SqliteBase:
-    def __init__(self, db: aiosqlite.Connection, path: Path, config: StoreConfig, version: int) -> None:
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        path: Path,
+        config: StoreConfig,
+        version: int,
+        reader: aiosqlite.Connection | None = None,
+    ) -> None:
         self._db = db
+        self._reader = reader or db
         self._path = path
         self._config = config
         self._version = version
         self._lock = asyncio.Lock()
+        self._read_lock = asyncio.Lock() if reader is not None else self._lock
+        self._busy_ms = config.busy_timeout_ms
         self._closed = False
         self._batches = 0
         self._items = 0
@@ -72,11 +115,16 @@ class SqliteBase:
         self._closed = True
         async with self._lock:
             try:
-                # Fold the WAL back into the main file so a copied database file is complete.
+                # Fold the WAL back into the main file so a copied database file is complete; a
+                # database another process keeps locked must not hold the shutdown for long.
+                await self._db.execute(f"PRAGMA busy_timeout = {int(self._config.write_wait_ms)}")
                 await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:
                 log.warning("store.checkpoint_failed", path=str(self._path), error=str(exc))
             finally:
+                if self._reader is not self._db:
+                    async with self._read_lock:
+                        await self._reader.close()
                 await self._db.close()
 
     async def _retry(self, what: str, op: Callable[[], Awaitable[Any]]) -> Any:
@@ -88,10 +136,10 @@ class SqliteBase:
         self._check()
 
         async def attempt() -> list[Any]:
-            async with self._db.execute(sql, params) as cur:
+            async with self._reader.execute(sql, params) as cur:
                 return list(await cur.fetchall())
 
-        async with self._lock:
+        async with self._read_lock:
             result: list[Any] = await self._retry("read", attempt)
             return result
 
@@ -100,29 +148,56 @@ class SqliteBase:
         return rows[0] if rows else None
 
     async def _tx(self, what: str, body: Body) -> None:
-        """Run ``body`` inside one ``BEGIN IMMEDIATE`` transaction: all of it or none of it."""
+        """Run ``body`` inside one ``BEGIN IMMEDIATE`` transaction: all of it or none of it, within
+        ``write_wait_ms`` (else ``StoreLockedError``)."""
         self._check()
         db = self._db
+        wait = self._config.write_wait_ms / 1000
+        deadline = time.monotonic() + wait
+        if not await _acquire_within(self._lock, wait):
+            self._failures += 1
+            raise StoreLockedError(
+                f"{what}: another write of this process held the database for {wait:g}s"
+            ) from None
+        try:
+            await self._attempts(what, body, db, deadline)
+        except StoreLockedError:
+            self._failures += 1
+            raise
+        except sqlite3.Error as exc:
+            self._failures += 1
+            raise StoreWriteError(f"{what} failed on {self._path}: {exc}") from exc
+        finally:
+            self._lock.release()
 
-        async def attempt() -> None:
-            await db.execute("BEGIN IMMEDIATE")
+    async def _attempts(self, what: str, body: Body, db: aiosqlite.Connection, deadline: float) -> None:
+        backoff = self._config.lock_backoff_ms / 1000
+        for attempt in range(self._config.lock_retries + 1):
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            busy = max(1, min(self._config.busy_timeout_ms, left_ms))
+            if busy != self._busy_ms:
+                await db.execute(f"PRAGMA busy_timeout = {busy}")
+                self._busy_ms = busy
             try:
-                await body(db)
-                await db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    await db.execute("ROLLBACK")
-                raise
-
-        async with self._lock:
-            try:
-                await self._retry(what, attempt)
-            except StoreLockedError:
-                self._failures += 1
-                raise
-            except sqlite3.Error as exc:
-                self._failures += 1
-                raise StoreWriteError(f"{what} failed on {self._path}: {exc}") from exc
+                await db.execute("BEGIN IMMEDIATE")
+                try:
+                    await body(db)
+                    await db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        await db.execute("ROLLBACK")
+                    raise
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_locked_error(exc):
+                    raise
+                if attempt == self._config.lock_retries or time.monotonic() + backoff >= deadline:
+                    raise StoreLockedError(
+                        f"{what}: the database stayed locked by another connection "
+                        f"through {attempt + 1} attempt(s) ({exc})"
+                    ) from exc
+                await asyncio.sleep(backoff)
+                backoff *= 2
 
     async def _execute(self, what: str, sql: str, params: Sequence[Any] = ()) -> int:
         """One write statement in its own transaction; returns the changed row count."""

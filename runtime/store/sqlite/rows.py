@@ -30,12 +30,14 @@ from runtime.store.records import (
     UserProfile,
 )
 from runtime.store.text import IndexedText
+from runtime.unicode_safe import clean_text
 
 Row = Sequence[Any]
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    # Unescaped JSON keeps a lone surrogate raw, which SQLite cannot encode: it becomes U+FFFD.
+    return clean_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
 
 
 def loads(text: str) -> Any:

@@ -20,6 +20,7 @@ from runtime.store.errors import StoreCorruptError
 from runtime.store.paths import data_dir_from_env
 from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy, StoreStatistics
 from runtime.store.records import (
+    DUPLICATE_WINDOW,
     ActivationDone,
     EventRecord,
     LexiconTermRecord,
@@ -48,22 +49,50 @@ from runtime.store.sqlite.schema import (
 )
 from runtime.store.text import IndexedText, fts_match, index_text, parse_query, quote_token, warm_up
 
-_MESSAGE_UPSERT = upsert_sql("messages", f"{r_.MESSAGE_COLUMNS}, words, chars", "chat_id, message_id")
+# A message is a new row unless the same delivery is already stored (records.same_delivery).
+_MESSAGE_INSERT = (
+    f"INSERT INTO messages ({r_.MESSAGE_COLUMNS}, words, chars) "
+    f"SELECT {', '.join('?' * 15)} WHERE NOT EXISTS (SELECT 1 FROM messages "
+    "WHERE chat_id = ? AND message_id = ? AND time BETWEEN ? AND ? "
+    "AND ((? = 1 AND from_self = 1) OR (? = 0 AND sender_id = ? AND text = ?)))"
+)
+# By platform id: the most recent message with that id.
+_LATEST_WITH_ID = (
+    "SELECT seq FROM messages WHERE chat_id = ? AND message_id = ? ORDER BY time DESC, seq DESC LIMIT 1"
+)
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in r_.MESSAGE_COLUMNS.split(","))
 _EVENT_UPSERT = upsert_sql("events", r_.EVENT_COLUMNS, "id")
 _ACTIVATION_UPSERT = upsert_sql("scheduled_activations", r_.ACTIVATION_COLUMNS, "event_id")
 _TERM_UPSERT = upsert_sql("lexicon_terms", r_.TERM_COLUMNS, "scope, owner, term")
 _SPEECH_INSERT = "INSERT INTO speech_log (chat_id, time, forced) VALUES (?, ?, ?)"
-_RECALL = "UPDATE messages SET recalled = 1 WHERE chat_id = ? AND message_id = ?"
-_LINK = "UPDATE messages SET topic_thread_id = ? WHERE chat_id = ? AND message_id = ?"
+_RECALL = f"UPDATE messages SET recalled = 1 WHERE seq = ({_LATEST_WITH_ID})"
+_LINK = f"UPDATE messages SET topic_thread_id = ? WHERE seq = ({_LATEST_WITH_ID})"
 # Up to this many chats, the search names them inside the FTS MATCH too.
 _CHATS_IN_MATCH = 16
 _ACTIVATION_DELETE = "DELETE FROM scheduled_activations WHERE event_id = ?"
 
 
+async def _open_reader(file: Path, config: StoreConfig) -> aiosqlite.Connection:
+    """The read connection: WAL lets it read while the write connection waits or fails."""
+    reader = await aiosqlite.connect(file, isolation_level=None)
+    try:
+        await reader.execute(f"PRAGMA busy_timeout = {int(config.busy_timeout_ms)}")
+        await reader.execute("PRAGMA synchronous = NORMAL")
+        await reader.execute("PRAGMA query_only = ON")
+    except BaseException:
+        await reader.close()
+        raise
+    return reader
+
+
 def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, list[tuple[Any, ...]]]:
     if isinstance(item, StoredMessage):
-        return _MESSAGE_UPSERT, [r_.message_row(item, next(indexed))]
+        row = r_.message_row(item, next(indexed))
+        window = (item.time - DUPLICATE_WINDOW, item.time + DUPLICATE_WINDOW)
+        mine = int(item.from_self)
+        return _MESSAGE_INSERT, [
+            (*row, item.chat_id, item.message_id, *window, mine, mine, item.sender_id, item.text)
+        ]
     if isinstance(item, MessageRecalled):
         return _RECALL, [(item.chat_id, item.message_id)]
     if isinstance(item, TopicLink):
@@ -122,7 +151,12 @@ class SqliteStore(ContextTables, LayerTables):
         except BaseException:
             await db.close()
             raise
-        store = cls(db, file, config, version)
+        try:
+            reader = await _open_reader(file, config)
+        except BaseException:
+            await db.close()
+            raise
+        store = cls(db, file, config, version, reader)
         store._message_count = await store.count_messages()
         log.info("store.opened", path=str(file), schema_version=version, messages=store._message_count)
         return store
@@ -164,6 +198,8 @@ class SqliteStore(ContextTables, LayerTables):
         self._check()
         if not items:
             return
+        # An odd character in one message must not cost the batch: it is stored as U+FFFD.
+        items = [i.encodable() if isinstance(i, StoredMessage) else i for i in items]
         texts = [i.text for i in items if isinstance(i, StoredMessage)]
         indexed = await asyncio.to_thread(lambda: [index_text(t) for t in texts]) if texts else []
         it = iter(indexed)
@@ -183,7 +219,7 @@ class SqliteStore(ContextTables, LayerTables):
             for sql, rows in runs:
                 await db.executemany(sql, rows)
             if texts:
-                # Messages are never deleted and an upsert keeps its rowid: the top rowid is the count.
+                # Messages are never deleted and a repeated delivery takes no rowid: the top is the count.
                 async with db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages") as cur:
                     row = await cur.fetchone()
                 count = int(row[0]) if row else count
@@ -200,7 +236,8 @@ class SqliteStore(ContextTables, LayerTables):
 
     async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None:
         row = await self._one(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? AND message_id = ?",
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? AND message_id = ? "
+            "ORDER BY time DESC, seq DESC LIMIT 1",
             (chat_id, message_id),
         )
         return r_.message_from_row(row) if row else None
@@ -211,10 +248,10 @@ class SqliteStore(ContextTables, LayerTables):
             return []
         rows = await self._rows(
             f"SELECT {r_.MESSAGE_COLUMNS} FROM messages "
-            f"WHERE chat_id = ? AND message_id IN ({placeholders(message_ids)})",
+            f"WHERE chat_id = ? AND message_id IN ({placeholders(message_ids)}) ORDER BY time, seq",
             [chat_id, *message_ids],
         )
-        found = {r[1]: r_.message_from_row(r) for r in rows}
+        found = {r[1]: r_.message_from_row(r) for r in rows}  # a repeated id: the most recent wins
         return [found[mid] for mid in message_ids if mid in found]
 
     async def _latest(self, where: str, params: list[Any], limit: int) -> list[StoredMessage]:
