@@ -13,7 +13,8 @@
     command_prefix = "/"         # superuser commands: /status, /why 123, /mute ...
     max_inflight = 64            # messages handed to the runtime at once (one chat's stay in order)
     max_events_in_flight = 256   # events NoneBot handles at once; more wait as raw frames ...
-    event_backlog_mb = 64        # ... up to this much, then the oldest are dropped (floods only)
+    event_backlog_mb = 64        # ... up to this much, then the oldest chatter is dropped (floods only)
+    max_frame_mb = 64            # a bigger WebSocket frame closes the connection (the protocol's rule)
 
     [outbound]
     max_per_minute = 20          # all sends of the account together (QQ restricts fast senders)
@@ -46,6 +47,9 @@ class BotConfig(Section):
     # oldest are dropped (only under a flood faster than the bot can handle).
     max_events_in_flight: int = Field(default=256, ge=1, le=100_000)
     event_backlog_mb: int = Field(default=64, ge=1, le=4_096)
+    # The largest WebSocket frame the server accepts; a bigger one closes the connection (status
+    # 1009, the WebSocket protocol's rule: the server cannot skip a frame it will not read).
+    max_frame_mb: int = Field(default=64, ge=1, le=1_024)
 
     @field_validator("mute_words")
     @classmethod

@@ -144,3 +144,72 @@ def test_repair_touches_only_broken_text_segments() -> None:
     assert not repair_segments({"message": [{"type": "text", "data": {"text": "hi"}}]})
     assert not repair_segments({"message": "[CQ:at,qq=1] string format"})
     assert not repair_segments([1, 2, 3])
+
+
+def at_event(n: int, group: int = 2) -> str:
+    return json.dumps(
+        ob.group_message(
+            self_id=1, group_id=group, user_id=3, message=[ob.at(1), ob.text("hi")], message_id=n
+        )
+    )
+
+
+@pytest.mark.anyio
+async def test_addressed_events_go_first_and_past_a_full_set_of_handlers() -> None:
+    ws = FakeSocket()
+    in_flight: set[Any] = {object()}
+    guard = make(ws, in_flight, [], limit=1)
+    private = json.dumps(ob.private_message(self_id=1, user_id=9, message=[ob.text("在吗")], message_id=100))
+    ws.feed(event(1), event(2), at_event(3), private)
+    first = [json.loads(await asyncio.wait_for(guard.receive(), 1))["message_id"] for _ in range(2)]
+    assert first == [3, 100], "the @ and the private message go while the chatter's handler is busy"
+    ws.feed(at_event(4))
+    in_flight.add(object())
+    with pytest.raises(TimeoutError):  # twice the limit in flight: even priority waits now
+        await asyncio.wait_for(guard.receive(), 0.05)
+    in_flight.pop()
+    assert json.loads(await asyncio.wait_for(guard.receive(), 1))["message_id"] == 4
+    in_flight.clear()
+    assert [json.loads(await guard.receive())["message_id"] for _ in range(2)] == [1, 2]
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_full_backlog_drops_chatter_before_any_addressed_event() -> None:
+    ws = FakeSocket()
+    in_flight: set[Any] = {object(), object(), object()}
+    size = len(event(10))
+    guard = make(ws, in_flight, [], limit=1, max_bytes=size * 4)
+    frames = [event(n) for n in range(10, 30)]
+    frames.insert(2, at_event(99))
+    ws.feed(*frames)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(guard.receive(), 0.05)
+    assert guard.backlog_priority == 1
+    in_flight.clear()
+    kept = [json.loads(await guard.receive())["message_id"] for _ in range(guard.backlog)]
+    assert kept[0] == 99, "the @ survived twenty chatter frames and goes first"
+    assert kept[1:] == list(range(30 - len(kept) + 1, 30))
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_priority_lane_takes_chats_in_turn() -> None:
+    ws = FakeSocket()
+    in_flight: set[Any] = {object()} | {object() for _ in range(1)}
+    guard = make(ws, in_flight, [], limit=1)
+    ws.feed(*(at_event(n, group=5) for n in range(1, 5)), at_event(50, group=6))
+    await asyncio.sleep(0.05)
+    in_flight.clear()
+    got = [json.loads(await guard.receive())["message_id"] for _ in range(5)]
+    assert got == [1, 50, 2, 3, 4], "the quiet chat's @ waits behind one of the spammer's, not all"
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_frames_nested_too_deep_are_skipped_not_fatal() -> None:
+    ws = FakeSocket()
+    guard = make(ws, set(), [])
+    ws.feed("[" * 100_000, '{"post_type": "message", "x": ' + "[" * 200 + "]" * 200 + "}", event(7))
+    assert json.loads(await guard.receive())["message_id"] == 7
+    await guard.aclose()
