@@ -7,7 +7,8 @@ imports no NoneBot machinery beyond the OneBot event models, so tests build it d
 A message's path: convert (never raises; a failure is logged and counted) -> a superuser command is
 answered and goes no further -> the unmute phrase lifts a quiet period -> a mute word addressed to the
 bot opens one (and the message reaches the runtime as not addressed, so it costs no model call) -> the
-message is queued for the gateway on its chat's worker.
+message is queued for the gateway on its chat's turn (addressed messages, pokes and commands in the
+dispatcher's priority line, served first).
 """
 
 from __future__ import annotations
@@ -229,14 +230,18 @@ class Edge:
             command = parse_command(inbound.body, chat_id=message.chat_id, prefix=prefix)
             if command is not None:
                 self._commands += 1
-                await self._submit(message.chat_id, partial(self._run_command, command, message))
+                await self._submit(
+                    message.chat_id, partial(self._run_command, command, message), priority=True
+                )
                 return
         if not message.from_self:
             message = await self._quiet_words(message, inbound.body)
         if message.addressed:
             # Addressed messages are the ones that cost a model call: each gets one line; chatter none.
             self._log_addressed(message, inbound.how_addressed)
-        await self._submit(message.chat_id, partial(self.gateway.on_message, message))
+        await self._submit(
+            message.chat_id, partial(self.gateway.on_message, message), priority=message.addressed
+        )
 
     def _log_addressed(self, message: ChatMessage, how: str) -> None:
         log.info(
@@ -256,14 +261,16 @@ class Edge:
         if quiet and is_unmute_request(message.text, bot_config.unmute_phrase):
             self.gates.unquiet(chat)
             log.info("quiet_lifted", chat_id=chat, by=message.sender_id)
-            await self._submit(chat, partial(self._tell_control_unmute, chat, message.sender_id))
+            await self._submit(
+                chat, partial(self._tell_control_unmute, chat, message.sender_id), priority=True
+            )
             return message
         if message.addressed and is_mute_request(body, bot_config.mute_words):
             self._quiet_requests += 1
             until = now + bot_config.quiet_minutes * 60
             self.gates.quiet(chat, until)
             log.info("quiet_requested", chat_id=chat, by=message.sender_id, minutes=bot_config.quiet_minutes)
-            await self._submit(chat, partial(self._tell_control_mute, chat, until, message))
+            await self._submit(chat, partial(self._tell_control_mute, chat, until, message), priority=True)
             # The runtime still records the message, but it no longer calls for an answer.
             return replace(message, addressed=False)
         return message
@@ -303,7 +310,7 @@ class Edge:
                 if poke is not None:
                     self._messages += 1
                     self._log_addressed(poke, "poke")
-                    await self._submit(poke.chat_id, partial(self.gateway.on_message, poke))
+                    await self._submit(poke.chat_id, partial(self.gateway.on_message, poke), priority=True)
                 return
             notice = interpret_notice(event, self_id, now=now)
         except Exception:
@@ -317,9 +324,10 @@ class Edge:
         log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id)
         await self._submit(notice.chat_id, partial(self.gateway.on_notice, notice))
 
-    async def _submit(self, chat_id: str, job: Job) -> None:
+    async def _submit(self, chat_id: str, job: Job, *, priority: bool = False) -> None:
+        """Queue ``job`` on its chat's turn; ``priority`` (addressed, a command) goes first."""
         try:
-            await self.dispatcher.submit(chat_id, job)
+            await self.dispatcher.submit(chat_id, job, priority=priority)
         except DispatcherClosedError:
             self._dropped += 1
 
