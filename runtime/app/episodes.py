@@ -374,6 +374,7 @@ class EpisodeDriver:
             names=rt.names,
             temperature=app.temperature,
             max_tokens=app.max_reply_tokens,
+            timeout=rt.config.episodes.model_timeout_ms / 1000,
         )
         bound.info(
             "episode_start", reason=reason.value, forced=forced, prompt_tokens=prompt.tokens, run=episode.run

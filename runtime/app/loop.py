@@ -6,9 +6,12 @@ moved (:meth:`wake`). No busy loop, no sleeping task per activation: one alarm f
 Then ``kernel.due(now)``: ready activations become episodes; the rest (expired, superseded, dropped by
 the budget) are settled by the driver.
 
-Episodes run in the lifespan's task group, at most ``[runtime] max_concurrent_episodes`` at once, and
-one at a time per chat (a per-chat lock, so a forced reply waits for the episode already speaking
-there rather than talking over it).
+Episodes run in the lifespan's task group, one at a time per chat (a per-chat lock, so a forced reply
+waits for the episode already speaking there rather than talking over it), each in a slot
+(:mod:`runtime.app.slots`): ``[runtime] max_concurrent_episodes`` shared ones, and
+``forced_episode_reserve`` more only forced episodes may take. An episode takes its chat's lock
+before a slot, so a chat holds at most one slot however many of its episodes wait: a flood of @s in
+some chats, or a model that hangs for them, cannot take the slots the other chats need.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import structlog
 from anyio.abc import TaskGroup
 from anyio.lowlevel import checkpoint
 
+from runtime.app.slots import EpisodeSlots, SlotStatistics
 from runtime.kernel.outcomes import Activation
 
 if TYPE_CHECKING:
@@ -46,6 +50,7 @@ class LoopStatistics:
     running: int
     waiting_for_chat: int
     next_at: float | None
+    slots: SlotStatistics | None = None
 
 
 class ActivationLoop:
@@ -53,7 +58,7 @@ class ActivationLoop:
         self._rt = runtime
         self._wakeup = anyio.Event()
         self._sleeping_until: float | None = None
-        self._limiter = anyio.CapacityLimiter(runtime.app.max_concurrent_episodes)
+        self.slots = EpisodeSlots(runtime.app.max_concurrent_episodes, runtime.app.forced_episode_reserve)
         self._chat_locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
         self._task_group: TaskGroup | None = None
         self._idle = anyio.Event()
@@ -156,13 +161,18 @@ class ActivationLoop:
         lock = self._chat_locks.get(chat_id)
         if lock is None:
             lock = self._chat_locks[chat_id] = anyio.Lock()
+        forced = activation.event.payload.get("forced") is True or activation.reason == "forced"
         self._queued += 1
         entered = False
         try:
-            async with self._limiter, lock:
-                self._queued -= 1
-                entered = True
-                await self._rt.driver.run(activation)
+            async with lock:
+                reserved = await self.slots.acquire(forced=forced)
+                try:
+                    self._queued -= 1
+                    entered = True
+                    await self._rt.driver.run(activation)
+                finally:
+                    self.slots.release(reserved)
         except Exception:
             log.exception("episode_crashed", chat_id=chat_id, event_id=activation.event.id)
         finally:
@@ -185,4 +195,5 @@ class ActivationLoop:
             running=self._running,
             waiting_for_chat=self._queued,
             next_at=self._rt.kernel.scheduler.next_at(),
+            slots=self.slots.statistics(),
         )
