@@ -64,6 +64,8 @@ async def _start() -> None:
         superusers=driver.config.superusers,
         frames=type(guarded[0]).statistics if guarded else None,
     )
+    for adapter in guarded:
+        adapter.addressed = edge.addressed  # chatter yields while an @ is on its way to the model
     await edge.start()
     _edge = edge
 

@@ -45,6 +45,7 @@ from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
+from runtime.urgency import AddressedWork
 
 __all__ = ["Edge", "EdgeStatistics", "model_hint", "model_is_configured"]
 
@@ -123,6 +124,7 @@ class Edge:
             shadow_mode=self.shadow_mode,
         )
         self.dispatcher = Dispatcher(workers=config.bot.max_inflight)
+        self.addressed = AddressedWork()
         self.loop_lag = LoopLagMonitor()
         self.collector = CollectorPauses()
         self.context = EdgeContext(
@@ -136,6 +138,7 @@ class Edge:
             clock=clock,
             edge_status=self.status_text,
             rename=self.rename,
+            addressed=self.addressed,
         )
         self.gateway: RuntimeGateway = (factory or current_factory())(self.context)
         self._names = (config.persona.name, *config.persona.aliases)

@@ -23,6 +23,9 @@ and its coroutine, and memory grows without bound; a single garbled frame cuts t
   (and once more when the backlog has drained).
   At a rate NoneBot can handle nothing waits and nothing is dropped; under a sustained flood memory
   stays bounded.
+* While addressed work is on its way to the model (:mod:`runtime.urgency`: a forced episode building
+  its context, a dozen store calls), chatter reaches NoneBot at most once per :data:`YIELD_GAP`: the
+  process, the store and the GIL are the @'s, and the chatter backlog still moves.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from nonebot.adapters.onebot.v11 import Adapter
 from nonebot.exception import WebSocketClosed
 
 from plugins.greywind.frame_lanes import FairFrames, LaneRules, chat_key, is_priority, nested_deeper_than
+from runtime.urgency import AddressedWork
 
 __all__ = ["FrameGuard", "FrameGuardStatistics", "GuardedAdapter", "repair_segments"]
 
@@ -50,6 +54,9 @@ _CAPACITY_POLL_SECONDS = 0.002
 # Deeper frames are skipped: no OneBot event nests like that, and parsing one again (the adapter
 # does) or printing it in an error line would hit Python's recursion limit.
 MAX_NESTING = 64
+# While addressed work is on its way to the model, chatter reaches NoneBot at most once per this many
+# seconds: the @ gets the process, the chatter backlog keeps moving.
+YIELD_GAP = 0.01
 # Under a flood the backlog drops frames by the thousand: one summary line at most this often.
 DROP_LOG_INTERVAL = 10.0
 
@@ -147,6 +154,7 @@ class FrameGuard:
         max_events_in_flight: int,
         max_backlog_bytes: int,
         lanes: LaneRules | None = None,
+        addressed: AddressedWork | None = None,
         counters: _Counters | None = None,
     ) -> None:
         self._ws = ws
@@ -157,6 +165,8 @@ class FrameGuard:
         self._max_in_flight_priority = 2 * max_events_in_flight
         self._max_bytes = max_backlog_bytes
         self._lanes = lanes or LaneRules()
+        self._addressed = addressed
+        self._chatter_at = 0.0  # when chatter was last handed out
         self._held: deque[str | bytes] = deque()  # chatter, in order
         self._held_bytes = 0
         self._urgent = FairFrames()  # the priority lane
@@ -194,6 +204,11 @@ class FrameGuard:
         if self._urgent and busy < self._max_in_flight_priority:
             return self._urgent.pop()
         if self._held and busy < self._max_in_flight:
+            if self._addressed is not None and self._addressed.pending():
+                now = time.monotonic()
+                if now - self._chatter_at < YIELD_GAP:
+                    return None
+                self._chatter_at = now
             frame = self._held.popleft()
             self._held_bytes -= len(frame)
             return frame
@@ -292,6 +307,7 @@ class GuardedAdapter(Adapter):
     max_events_in_flight: ClassVar[int] = 256
     max_backlog_bytes: ClassVar[int] = 64 * 1024 * 1024
     lanes: ClassVar[LaneRules] = LaneRules()
+    addressed: ClassVar[AddressedWork | None] = None  # the edge's, once it has started
     _counters: ClassVar[_Counters] = _Counters()
     _guards: ClassVar[set[FrameGuard]] = set()
 
@@ -312,6 +328,7 @@ class GuardedAdapter(Adapter):
             max_events_in_flight=self.max_events_in_flight,
             max_backlog_bytes=self.max_backlog_bytes,
             lanes=self.lanes,
+            addressed=self.addressed,
             counters=self._counters,
         )
         self._guards.add(guard)

@@ -9,14 +9,18 @@ the budget) are settled by the driver.
 Episodes run in the lifespan's task group, one at a time per chat (a per-chat lock, so a forced reply
 waits for the episode already speaking there rather than talking over it), each in a slot
 (:mod:`runtime.app.slots`): ``[runtime] max_concurrent_episodes`` shared ones, and
-``forced_episode_reserve`` more only forced episodes may take. An episode takes its chat's lock
-before a slot, so a chat holds at most one slot however many of its episodes wait: a flood of @s in
-some chats, or a model that hangs for them, cannot take the slots the other chats need.
+``forced_episode_reserve`` more only forced episodes of chats without an episode in the last
+:data:`FRESH_AFTER` seconds may take. An episode takes its chat's lock before a slot, so a chat holds
+at most one slot however many of its episodes wait: a flood of @s in some chats, or a model that
+hangs for them, cannot take the slots the other chats need. A forced episode is *addressed work*
+(:mod:`runtime.urgency`) until it calls the model: chatter yields the process to it meanwhile.
 """
 
 from __future__ import annotations
 
+import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,8 +29,9 @@ import structlog
 from anyio.abc import TaskGroup
 from anyio.lowlevel import checkpoint
 
-from runtime.app.slots import EpisodeSlots, SlotStatistics
+from runtime.app.slots import EpisodeSlots, SlotStatistics, holding
 from runtime.kernel.outcomes import Activation
+from runtime.urgency import addressed
 
 if TYPE_CHECKING:
     from runtime.app.runtime import Runtime
@@ -40,6 +45,10 @@ MAX_SLEEP = 30.0
 # Activations due but held back by their chat's running episode are looked at again this often (the
 # episode's end wakes the loop sooner).
 STALL_RETRY = 0.25
+# A chat whose last episode began longer ago than this is *fresh*: its forced episodes may take the
+# reserved slots (runtime.app.slots). Chats remembered for that, at most.
+FRESH_AFTER = 60.0
+RECENT_CHATS_KEPT = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +69,7 @@ class ActivationLoop:
         self._sleeping_until: float | None = None
         self.slots = EpisodeSlots(runtime.app.max_concurrent_episodes, runtime.app.forced_episode_reserve)
         self._chat_locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
+        self._last_episode: dict[str, float] = {}  # chat -> when its last episode got a slot
         self._task_group: TaskGroup | None = None
         self._idle = anyio.Event()
         self._idle.set()
@@ -165,14 +175,18 @@ class ActivationLoop:
         self._queued += 1
         entered = False
         try:
-            async with lock:
-                reserved = await self.slots.acquire(forced=forced)
-                try:
-                    self._queued -= 1
-                    entered = True
-                    await self._rt.driver.run(activation)
-                finally:
-                    self.slots.release(reserved)
+            # A forced episode is addressed work until it calls the model: chatter yields to it.
+            with addressed(self._rt.edge.addressed if forced else None):
+                async with lock:
+                    reserved = await self.slots.acquire(forced=forced, fresh=self._fresh(chat_id))
+                    release = self._releaser(reserved)
+                    try:
+                        self._queued -= 1
+                        entered = True
+                        with holding(release):
+                            await self._rt.driver.run(activation)
+                    finally:
+                        release()
         except Exception:
             log.exception("episode_crashed", chat_id=chat_id, event_id=activation.event.id)
         finally:
@@ -182,6 +196,26 @@ class ActivationLoop:
             if self._running == 0:
                 self._idle.set()
             self.poke(force=self._stalled)
+
+    def _fresh(self, chat_id: str) -> bool:
+        """No episode of this chat lately (and note that one begins now)."""
+        now = time.monotonic()
+        last = self._last_episode.pop(chat_id, None)
+        self._last_episode[chat_id] = now
+        if len(self._last_episode) > RECENT_CHATS_KEPT:
+            del self._last_episode[next(iter(self._last_episode))]  # the one heard from longest ago
+        return last is None or now - last >= FRESH_AFTER
+
+    def _releaser(self, reserved: bool) -> Callable[[], None]:
+        """Gives this episode's slot back once, early (``leave_slot``) or at its end."""
+        held = [True]
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                self.slots.release(reserved)
+
+        return release
 
     async def wait_idle(self) -> None:
         """Until no episode is running or queued."""

@@ -33,6 +33,7 @@ from runtime.episodes.actions import Malformed, ParsedAction, Reply
 from runtime.llm.errors import LLMError, LLMTimeoutError
 from runtime.llm.types import ChatResult
 from runtime.tools.spec import ToolSpec
+from runtime.urgency import reaching_the_model
 
 __all__ = ["INSTRUCTIONS", "ChatModel", "ModelReasoner", "clean_reply"]
 
@@ -129,6 +130,7 @@ class ModelReasoner:
         self.last_request = messages
         offered = [*CONTROL_TOOLS, *(spec.openai_schema() for spec in tools)]
         self.calls += 1
+        reaching_the_model()
         try:
             with anyio.fail_after(self._timeout):
                 result = await self._model.chat(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
 from nonebot.exception import WebSocketClosed
 
-from plugins.greywind.onebot_guard import FrameGuard, repair_segments
+from plugins.greywind.onebot_guard import YIELD_GAP, FrameGuard, repair_segments
+from runtime.urgency import AddressedWork, addressed
 from tests.support import onebot_events as ob
 
 
@@ -212,4 +214,32 @@ async def test_frames_nested_too_deep_are_skipped_not_fatal() -> None:
     guard = make(ws, set(), [])
     ws.feed("[" * 100_000, '{"post_type": "message", "x": ' + "[" * 200 + "]" * 200 + "}", event(7))
     assert json.loads(await guard.receive())["message_id"] == 7
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_chatter_yields_while_addressed_work_is_on_its_way_to_the_model() -> None:
+    ws = FakeSocket()
+    work = AddressedWork()
+    guard = FrameGuard(
+        ws,
+        in_flight=set(),
+        deliver_result=[].append,
+        max_events_in_flight=8,
+        max_backlog_bytes=10**6,
+        addressed=work,
+    )
+    ws.feed(*(event(n) for n in range(1, 41)))
+    with addressed(work):
+        started = time.monotonic()
+        for _ in range(10):
+            await guard.receive()
+        assert time.monotonic() - started >= 9 * YIELD_GAP * 0.9, "one chatter frame per gap"
+        ws.feed(at_event(99))
+        await asyncio.sleep(0.01)
+        assert json.loads(await asyncio.wait_for(guard.receive(), 1))["message_id"] == 99, "@s do not wait"
+    started = time.monotonic()
+    for _ in range(30):
+        await guard.receive()
+    assert time.monotonic() - started < 20 * YIELD_GAP, "without addressed work chatter flows freely"
     await guard.aclose()
