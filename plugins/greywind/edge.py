@@ -366,8 +366,8 @@ class Edge:
         if stats.frames is not None:
             frames = stats.frames
             lines.append(
-                f"事件积压 {frames.backlog}（最多 {frames.max_backlog}），因积压丢弃 {frames.dropped}，"
-                f"非 JSON 帧 {frames.not_json}"
+                f"事件积压 {frames.backlog}（优先 {frames.backlog_priority}，最多 {frames.max_backlog}），"
+                f"因积压丢弃 {frames.dropped}（优先 {frames.dropped_priority}），非 JSON 帧 {frames.not_json}"
             )
         lag = stats.loop_lag
         lines.append(
