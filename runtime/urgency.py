@@ -1,13 +1,14 @@
 """Addressed work on its way to the model, so that chatter yields the process to it.
 
-Under a flood the event loop, the store's thread and the GIL are busy with chatter: NoneBot parses
-a thousand events a second, the store writer indexes and inserts them. A forced episode's context
+Under a flood the event loop, the store's thread and the GIL are busy with chatter: NoneBot parses a
+thousand events a second, the store writer indexes and inserts them. A forced episode's context
 build is a dozen store reads and writes, each waiting its turn behind that, and an @ took seconds to
 reach the model although every queue in front of it had let it pass. So the activation loop marks a
-forced episode as *addressed work* from its start until its first model call (:func:`addressed`,
-:func:`reaching_the_model`), and the frame guard hands chatter to NoneBot only slowly while any mark
-is open (:meth:`AddressedWork.pending`). A mark counts for :data:`HOLD_LIMIT` seconds at most, so a
-slow build cannot stall chatter for long.
+fresh chat's forced episode (no episode there lately: not @-spam) as *addressed work* from when it
+has its slot until its first model call (:func:`addressed`, :func:`reaching_the_model`), and the
+frame guard hands chatter to NoneBot only slowly while any mark is open
+(:meth:`AddressedWork.pending`). A mark counts for :data:`HOLD_LIMIT` seconds at most, so a slow
+build cannot stall chatter for long.
 """
 
 from __future__ import annotations

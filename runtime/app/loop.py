@@ -12,8 +12,9 @@ waits for the episode already speaking there rather than talking over it), each 
 ``forced_episode_reserve`` more only forced episodes of chats without an episode in the last
 :data:`FRESH_AFTER` seconds may take. An episode takes its chat's lock before a slot, so a chat holds
 at most one slot however many of its episodes wait: a flood of @s in some chats, or a model that
-hangs for them, cannot take the slots the other chats need. A forced episode is *addressed work*
-(:mod:`runtime.urgency`) until it calls the model: chatter yields the process to it meanwhile.
+hangs for them, cannot take the slots the other chats need. A fresh chat's forced episode, once it
+has its slot, is *addressed work* (:mod:`runtime.urgency`) until it calls the model: chatter yields
+the process to it meanwhile.
 """
 
 from __future__ import annotations
@@ -175,18 +176,20 @@ class ActivationLoop:
         self._queued += 1
         entered = False
         try:
-            # A forced episode is addressed work until it calls the model: chatter yields to it.
-            with addressed(self._rt.edge.addressed if forced else None):
-                async with lock:
-                    reserved = await self.slots.acquire(forced=forced, fresh=self._fresh(chat_id))
-                    release = self._releaser(reserved)
-                    try:
-                        self._queued -= 1
-                        entered = True
-                        with holding(release):
-                            await self._rt.driver.run(activation)
-                    finally:
-                        release()
+            async with lock:
+                fresh = self._fresh(chat_id)
+                reserved = await self.slots.acquire(forced=forced, fresh=fresh)
+                release = self._releaser(reserved)
+                # A fresh chat's forced episode is addressed work until it calls the model: chatter
+                # yields to it. (Not a chat asking again and again: @-spam must not slow all chatter.)
+                work = self._rt.edge.addressed if forced and fresh else None
+                try:
+                    self._queued -= 1
+                    entered = True
+                    with holding(release), addressed(work):
+                        await self._rt.driver.run(activation)
+                finally:
+                    release()
         except Exception:
             log.exception("episode_crashed", chat_id=chat_id, event_id=activation.event.id)
         finally:
