@@ -12,7 +12,8 @@ waits for the episode already speaking there rather than talking over it), each 
 ``forced_episode_reserve`` more only forced episodes of chats without an episode in the last
 :data:`FRESH_AFTER` seconds may take. An episode takes its chat's lock before a slot, so a chat holds
 at most one slot however many of its episodes wait: a flood of @s in some chats, or a model that
-hangs for them, cannot take the slots the other chats need. A fresh chat's forced episode, once it
+hangs for them, cannot take the slots the other chats need. An unprompted episode waiting for a slot
+under its chat's lock steps back behind a forced episode of its chat. A fresh chat's forced episode, once it
 has its slot, is *addressed work* (:mod:`runtime.urgency`) until it calls the model: chatter yields
 the process to it meanwhile.
 """
@@ -71,6 +72,8 @@ class ActivationLoop:
         self.slots = EpisodeSlots(runtime.app.max_concurrent_episodes, runtime.app.forced_episode_reserve)
         self._chat_locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
         self._last_episode: dict[str, float] = {}  # chat -> when its last episode got a slot
+        self._forced_waiting: dict[str, int] = {}  # chat -> forced episodes not yet under its lock
+        self._slot_waits: dict[str, anyio.CancelScope] = {}  # chat -> its unprompted one's slot wait
         self._task_group: TaskGroup | None = None
         self._idle = anyio.Event()
         self._idle.set()
@@ -173,26 +176,31 @@ class ActivationLoop:
         if lock is None:
             lock = self._chat_locks[chat_id] = anyio.Lock()
         forced = activation.event.payload.get("forced") is True or activation.reason == "forced"
+        if forced:
+            self._forced_waiting[chat_id] = self._forced_waiting.get(chat_id, 0) + 1
+            if (waiting := self._slot_waits.get(chat_id)) is not None:
+                waiting.cancel()  # the chat's unprompted episode waiting for a slot lets this one first
+        counted = forced  # among the chat's forced episodes waiting for its lock
         self._queued += 1
         entered = False
         try:
-            async with lock:
-                fresh = self._fresh(chat_id)
-                reserved = await self.slots.acquire(forced=forced, fresh=fresh)
-                release = self._releaser(reserved)
-                # A fresh chat's forced episode is addressed work until it calls the model: chatter
-                # yields to it. (Not a chat asking again and again: @-spam must not slow all chatter.)
-                work = self._rt.edge.addressed if forced and fresh else None
-                try:
+            while True:
+                async with lock:
+                    if counted:
+                        counted = False
+                        self._forced_done_waiting(chat_id)
+                    taken = await self._slot(chat_id, forced)
+                    if taken is None:
+                        continue  # it gave its place to a forced episode of its chat: in line again
                     self._queued -= 1
                     entered = True
-                    with holding(release), addressed(work):
-                        await self._rt.driver.run(activation)
-                finally:
-                    release()
+                    await self._run_in_slot(activation, chat_id, *taken)
+                break
         except Exception:
             log.exception("episode_crashed", chat_id=chat_id, event_id=activation.event.id)
         finally:
+            if counted:
+                self._forced_done_waiting(chat_id)
             if not entered:
                 self._queued -= 1
             self._running -= 1
@@ -200,14 +208,54 @@ class ActivationLoop:
                 self._idle.set()
             self.poke(force=self._stalled)
 
+    def _forced_done_waiting(self, chat_id: str) -> None:
+        left = self._forced_waiting.pop(chat_id, 1) - 1
+        if left:
+            self._forced_waiting[chat_id] = left
+
+    async def _slot(self, chat_id: str, forced: bool) -> tuple[bool, bool, bool] | None:
+        """This episode's slot: (forced, fresh, reserved). None when it is unprompted and a forced
+        episode of its chat waits for the lock it holds: it goes back in line behind that one."""
+        fresh = self._fresh(chat_id)
+        if forced:
+            reserved = await self.slots.acquire(forced=True, fresh=fresh)
+        else:
+            if self._forced_waiting.get(chat_id):
+                return None
+            with anyio.CancelScope() as scope:
+                self._slot_waits[chat_id] = scope
+                try:
+                    reserved = await self.slots.acquire(forced=False)
+                finally:
+                    del self._slot_waits[chat_id]
+            if scope.cancelled_caught:
+                return None
+        self._note_episode(chat_id)
+        return forced, fresh, reserved
+
+    async def _run_in_slot(
+        self, activation: Activation, chat_id: str, forced: bool, fresh: bool, reserved: bool
+    ) -> None:
+        release = self._releaser(reserved)
+        # A fresh chat's forced episode is addressed work until it calls the model: chatter yields
+        # to it. (Not a chat asking again and again: @-spam must not slow all chatter.)
+        work = self._rt.edge.addressed if forced and fresh else None
+        try:
+            with holding(release), addressed(work):
+                await self._rt.driver.run(activation)
+        finally:
+            release()
+
     def _fresh(self, chat_id: str) -> bool:
-        """No episode of this chat lately (and note that one begins now)."""
-        now = time.monotonic()
-        last = self._last_episode.pop(chat_id, None)
-        self._last_episode[chat_id] = now
+        """No episode of this chat lately."""
+        last = self._last_episode.get(chat_id)
+        return last is None or time.monotonic() - last >= FRESH_AFTER
+
+    def _note_episode(self, chat_id: str) -> None:
+        self._last_episode.pop(chat_id, None)
+        self._last_episode[chat_id] = time.monotonic()
         if len(self._last_episode) > RECENT_CHATS_KEPT:
             del self._last_episode[next(iter(self._last_episode))]  # the one heard from longest ago
-        return last is None or now - last >= FRESH_AFTER
 
     def _releaser(self, reserved: bool) -> Callable[[], None]:
         """Gives this episode's slot back once, early (``leave_slot``) or at its end."""
