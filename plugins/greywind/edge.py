@@ -101,11 +101,13 @@ class Edge:
         clock: Callable[[], float] = time.time,
         factory: RuntimeFactory | None = None,
         frames: Callable[[], FrameGuardStatistics] | None = None,
+        frames_renamed: Callable[[tuple[str, ...]], None] | None = None,
         stop_grace: float = STOP_GRACE_SECONDS,
     ) -> None:
         self.config = config
         self.clock = clock
         self._frames = frames
+        self._frames_renamed = frames_renamed
         self._stop_grace = stop_grace
         self.superusers = frozenset(_plain_user_id(user) for user in superusers)
         self.model_configured = model_is_configured(config, env)
@@ -202,6 +204,8 @@ class Edge:
         """Address by these names from the next message on (the persona was reloaded)."""
         self._names = names
         self._rules.clear()  # rebuilt per bot on the next message, with the new names
+        if self._frames_renamed is not None:
+            self._frames_renamed(names)  # the frame guard's priority lane follows too
 
     def _rules_for(self, self_id: str) -> AddressingRules:
         rules = self._rules.get(self_id)

@@ -35,7 +35,7 @@ import contextlib
 import json
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import structlog
@@ -164,7 +164,7 @@ class FrameGuard:
         # Priority events may be handled beside this many more (the chatter's handlers may be stuck).
         self._max_in_flight_priority = 2 * max_events_in_flight
         self._max_bytes = max_backlog_bytes
-        self._lanes = lanes or LaneRules()
+        self.lanes = lanes or LaneRules()
         self._addressed = addressed
         self._chatter_at = 0.0  # when chatter was last handed out
         self._held: deque[str | bytes] = deque()  # chatter, in order
@@ -252,7 +252,7 @@ class FrameGuard:
     def _hold(self, frame: str | bytes, event: object) -> None:
         """Queue one event frame in its lane; past the byte cap, drop chatter first."""
         counters = self._counters
-        if isinstance(event, dict) and is_priority(event, self._lanes):
+        if isinstance(event, dict) and is_priority(event, self.lanes):
             counters.priority += 1
             self._urgent.push(chat_key(event), frame)
         else:
@@ -337,6 +337,13 @@ class GuardedAdapter(Adapter):
         finally:
             self._guards.discard(guard)
             await guard.aclose()
+
+    @classmethod
+    def address_by(cls, names: tuple[str, ...]) -> None:
+        """Frames naming these take the priority lane from now on (the persona was reloaded)."""
+        cls.lanes = replace(cls.lanes, names=names)
+        for guard in cls._guards:
+            guard.lanes = cls.lanes
 
     @classmethod
     def statistics(cls) -> FrameGuardStatistics:

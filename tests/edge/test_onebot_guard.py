@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from nonebot.exception import WebSocketClosed
 
-from plugins.greywind.onebot_guard import YIELD_GAP, FrameGuard, repair_segments
+from plugins.greywind.frame_lanes import is_priority
+from plugins.greywind.onebot_guard import YIELD_GAP, FrameGuard, GuardedAdapter, repair_segments
 from runtime.urgency import AddressedWork, addressed
 from tests.support import onebot_events as ob
 
@@ -243,3 +244,15 @@ async def test_chatter_yields_while_addressed_work_is_on_its_way_to_the_model() 
         await guard.receive()
     assert time.monotonic() - started < 20 * YIELD_GAP, "without addressed work chatter flows freely"
     await guard.aclose()
+
+
+def test_a_persona_reload_renames_the_priority_lane() -> None:
+    before = GuardedAdapter.lanes
+    named = ob.group_message(self_id=1, group_id=2, user_id=3, message=[ob.text("新名字在吗")])
+    try:
+        assert not is_priority(named, GuardedAdapter.lanes)
+        GuardedAdapter.address_by(("新名字",))
+        assert is_priority(named, GuardedAdapter.lanes)
+        assert GuardedAdapter.lanes.command_prefix == before.command_prefix
+    finally:
+        GuardedAdapter.lanes = before
