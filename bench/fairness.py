@@ -7,7 +7,9 @@ the OneBot peer (``tests/e2e/onebot_peer.py``), and the scripted model server in
 arrived, ``time.time()``, before answering). Each scenario gets a fresh bot, and while it runs, probe
 @s (a fresh quiet group each, a unique tag) are posted; a probe's figure is **receipt -> model
 request**: from the peer posting it to the model server receiving the episode's request that carries
-its tag. Target: p99 <= 1000 ms in every scenario, no probe lost.
+its tag (and, as a part of it, **receipt -> edge**: to the edge logging it ``addressed``). Target:
+p99 <= 1000 ms in every scenario, no probe lost (a probe not at the model ``--settle`` seconds after
+the scenario is counted lost).
 
 * ``burst``: ``--burst`` chatter messages over ``--burst-groups`` groups posted as fast as the socket
   takes them (NoneBot handles about a thousand events per second, so the burst is a backlog of many
@@ -21,7 +23,12 @@ The configuration is the shipped one with the forced-reply budget opened and the
 most the config allows (``CONFIG``): nothing but the pipeline stands between an @ and the model.
 
     .venv/bin/python bench/fairness.py [--burst 20000] [--burst-groups 200] [--spam-groups 20]
-                                       [--spam-rate 100] [--hung 8] [--seconds 8]
+                                       [--spam-rate 100] [--hung 8] [--seconds 8] [--keep]
+                                       [burst] [spam] [hang]
+
+The defaults take about a minute. On a loaded 2-core machine (load average 2-3): burst p99 ~140 ms,
+spam ~400 ms, hang ~60 ms; before the priority lanes, none of burst's and hang's probes reached the
+model within 20 s, and spam's p50 was 12.8 s.
 """
 
 from __future__ import annotations
