@@ -12,9 +12,10 @@ Serves the OneBot v11 reverse WebSocket at ``ws://HOST:PORT/onebot/v11/ws`` (Non
   in shadow mode (reads and decides, sends nothing).
 
 The OneBot adapter is NoneBot's own behind a guard (``plugins/greywind/onebot_guard.py``): frames that
-are not JSON are skipped instead of closing the connection, and under a flood events wait in a bounded
-backlog instead of spawning without limit. The runtime (``runtime.app``) is wired in with
-``use_runtime`` once the plugin is loaded.
+are not JSON (or nest absurdly deep) are skipped instead of closing the connection, and under a flood
+events wait in a bounded backlog instead of spawning without limit, those addressed to the bot in a
+lane of their own that is served first. Frames up to ``bot.max_frame_mb`` (64 MiB) are read. The
+runtime (``runtime.app``) is wired in with ``use_runtime`` once the plugin is loaded.
 
 Logs are structlog lines on stderr: JSON when stderr is not a terminal (``GREYWIND_LOG_FORMAT=json|
 console`` to choose); the access token and API keys are masked everywhere. SIGTERM (or Ctrl-C) stops
@@ -116,6 +117,7 @@ def main() -> int:
         return EXIT_CONFIG
     nonebot.load_plugin("plugins.greywind")
     # Imported after the plugin is loaded: importing a plugin's module first would bypass NoneBot's loader.
+    from plugins.greywind.frame_lanes import LaneRules
     from plugins.greywind.gateway import use_runtime
     from plugins.greywind.onebot_guard import GuardedAdapter
     from runtime.app import build_runtime
@@ -125,6 +127,9 @@ def main() -> int:
     GuardedAdapter.configure(
         max_events_in_flight=config.bot.max_events_in_flight,
         max_backlog_bytes=config.bot.event_backlog_mb * 1024 * 1024,
+        lanes=LaneRules(
+            names=(config.persona.name, *config.persona.aliases), command_prefix=config.bot.command_prefix
+        ),
     )
     driver.register_adapter(GuardedAdapter)
 
@@ -136,7 +141,8 @@ def main() -> int:
         access_token=bool(nonebot.get_plugin_config(OneBotConfig).onebot_access_token),
         superusers=len(driver.config.superusers),
     )
-    nonebot.run()
+    # Uvicorn's own limit is 16 MiB; a frame above the configured one closes the connection (1009).
+    nonebot.run(ws_max_size=config.bot.max_frame_mb * 1024 * 1024)
     log.info("stopped", signal=signal.Signals(received[0]).name if received else None)
     return 0
 

@@ -64,7 +64,10 @@ async def _start() -> None:
         data_dir=data_dir,
         superusers=driver.config.superusers,
         frames=type(guarded[0]).statistics if guarded else None,
+        frames_renamed=type(guarded[0]).address_by if guarded else None,
     )
+    for adapter in guarded:
+        type(adapter).addressed = edge.addressed  # chatter yields while an @ is on its way to the model
     await edge.start()
     _edge = edge
 

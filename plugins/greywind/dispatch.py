@@ -1,10 +1,16 @@
 """Per-message work, bounded and tracked: a fixed set of workers in the lifespan's task group.
 
-Every incoming message becomes a job keyed by its chat. Jobs of one chat always land on the same
-worker, so a chat's messages reach the runtime in the order they arrived; different chats run side by
-side on up to ``workers`` workers. Each worker's queue holds ``queue_size`` jobs; when it is full,
-``submit`` waits (back-pressure to the connection) instead of dropping the message or growing without
-bound. A job that raises is logged with its chat and counted; the worker goes on with the next one.
+Every incoming message becomes a job keyed by its chat. Each chat has its own queue, and a chat is
+on at most one worker at a time, so a chat's messages reach the runtime in the order they arrived;
+different chats run side by side on up to ``workers`` workers. Chats take turns, one job per turn:
+a chat with jobs waiting goes to the back of the line after each one, so a flood in one chat takes
+one worker and its own queue, never the others'. Jobs submitted with ``priority=True`` (a message
+addressed to the bot, a command) put their chat in a line that is served first.
+
+Each chat's queue holds ``queue_size`` jobs; when it is full, ``submit`` waits (back-pressure to the
+connection) instead of dropping the message or growing without bound. A priority job never waits:
+it is queued past the bound (the frame guard bounds how many there can be). A job that raises is
+logged with its chat and counted; the worker goes on with the next one.
 
 ``close()`` stops taking jobs and lets the workers finish what is queued; the lifespan cancels the
 task group after a grace period if they do not.
@@ -13,7 +19,6 @@ task group after a grace period if they do not.
 from __future__ import annotations
 
 import time
-import zlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -21,14 +26,12 @@ from dataclasses import dataclass
 import anyio
 import structlog
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = ["Dispatcher", "DispatcherClosedError", "DispatcherStatistics", "Job"]
 
 log = structlog.get_logger("greywind.dispatch")
 
 Job = Callable[[], Awaitable[None]]
-_Item = tuple[str, Job, float]  # chat key, job, when it was queued (monotonic seconds)
 # Queue waits kept for the percentiles in statistics(): the most recent ones.
 _WAIT_SAMPLES = 1_024
 
@@ -48,6 +51,21 @@ class DispatcherStatistics:
     max_queued: int  # the largest backlog seen in one chat's queue
     wait_p50_ms: float  # time from submit to start, over the last jobs
     wait_p95_ms: float
+    chats_waiting: int = 0  # chats with jobs queued
+    priority_submitted: int = 0
+    priority_wait_p95_ms: float = 0.0
+
+
+class _Chat:
+    """One chat's queue: (job, queued at, priority) in arrival order."""
+
+    __slots__ = ("jobs", "priority", "room", "running")
+
+    def __init__(self) -> None:
+        self.jobs: deque[tuple[Job, float, bool]] = deque()
+        self.priority = 0  # priority jobs among ``jobs``
+        self.running = False
+        self.room: anyio.Event | None = None  # made when a submitter waits for room; set when a job leaves
 
 
 class Dispatcher:
@@ -56,16 +74,22 @@ class Dispatcher:
             raise ValueError("a dispatcher needs at least one worker and a queue of at least one")
         self._workers = workers
         self._queue_size = queue_size
-        # Created at start: streams that are never started would never be closed either.
-        self._streams: list[tuple[MemoryObjectSendStream[_Item], MemoryObjectReceiveStream[_Item]]] = []
+        self._chats: dict[str, _Chat] = {}
+        # Chats with jobs and no worker, in turn order: those with a priority job in the first line.
+        self._urgent: deque[str] = deque()
+        self._ready: deque[str] = deque()
+        self._idle_workers: deque[anyio.Event] = deque()
         self._closed = False
         self._started = False
         self._running = 0
+        self._queued = 0
         self._submitted = 0
+        self._priority_submitted = 0
         self._done = 0
         self._failed = 0
         self._max_queued = 0
         self._waits: deque[float] = deque(maxlen=_WAIT_SAMPLES)
+        self._priority_waits: deque[float] = deque(maxlen=_WAIT_SAMPLES)
         self._idle = anyio.Event()
         self._idle.set()
 
@@ -76,64 +100,112 @@ class Dispatcher:
         self._started = True
         if self._closed:
             return
-        size = self._queue_size
-        self._streams = [anyio.create_memory_object_stream[_Item](size) for _ in range(self._workers)]
-        for index, (_, receive) in enumerate(self._streams):
-            task_group.start_soon(self._work, receive, name=f"greywind-dispatch-{index}")
+        for index in range(self._workers):
+            task_group.start_soon(self._work, name=f"greywind-dispatch-{index}")
 
-    def _shard(self, key: str) -> int:
-        return zlib.crc32(key.encode("utf-8")) % self._workers
-
-    async def submit(self, key: str, job: Job) -> None:
-        """Queue ``job`` behind earlier jobs with the same ``key``; waits while that queue is full."""
-        if self._closed or not self._streams:
+    def _check_open(self) -> None:
+        if self._closed or not self._started:
             raise DispatcherClosedError("the dispatcher is closed" if self._closed else "not started")
-        send, _ = self._streams[self._shard(key)]
-        self._submitted += 1
-        if self._idle.is_set():
-            self._idle = anyio.Event()
-        try:
-            await send.send((key, job, time.monotonic()))
-        except BaseException as exc:  # closed under us, or the caller was cancelled while waiting
-            self._submitted -= 1
-            if self._done >= self._submitted:
-                self._idle.set()
-            if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError):
-                raise DispatcherClosedError("the dispatcher is closed") from None
-            raise
-        self._max_queued = max(self._max_queued, send.statistics().current_buffer_used)
 
-    def submit_nowait(self, key: str, job: Job) -> None:
+    async def submit(self, key: str, job: Job, *, priority: bool = False) -> None:
+        """Queue ``job`` behind earlier jobs with the same ``key``; waits while that queue is full
+        (a ``priority`` job never waits)."""
+        self._check_open()
+        chat = self._chats.get(key)
+        while not priority and chat is not None and len(chat.jobs) >= self._queue_size:
+            if chat.room is None:
+                chat.room = anyio.Event()
+            await chat.room.wait()
+            self._check_open()
+            chat = self._chats.get(key)
+        self._enqueue(key, job, priority)
+
+    def submit_nowait(self, key: str, job: Job, *, priority: bool = False) -> None:
         """Queue ``job`` if its queue has room; ``anyio.WouldBlock`` when it is full."""
-        if self._closed or not self._streams:
-            raise DispatcherClosedError("the dispatcher is closed" if self._closed else "not started")
-        send, _ = self._streams[self._shard(key)]
-        send.send_nowait((key, job, time.monotonic()))  # WouldBlock propagates: the caller decides
+        self._check_open()
+        chat = self._chats.get(key)
+        if not priority and chat is not None and len(chat.jobs) >= self._queue_size:
+            raise anyio.WouldBlock
+        self._enqueue(key, job, priority)
+
+    def _enqueue(self, key: str, job: Job, priority: bool) -> None:
+        chat = self._chats.get(key)
+        if chat is None:
+            chat = self._chats[key] = _Chat()
+        chat.jobs.append((job, time.monotonic(), priority))
+        self._queued += 1
         self._submitted += 1
         if self._idle.is_set():
             self._idle = anyio.Event()
-        self._max_queued = max(self._max_queued, send.statistics().current_buffer_used)
+        self._max_queued = max(self._max_queued, len(chat.jobs))
+        if priority:
+            self._priority_submitted += 1
+            chat.priority += 1
+            if chat.priority == 1 and not chat.running and len(chat.jobs) > 1:
+                self._ready.remove(key)  # it was waiting its turn in the other line
+                self._urgent.append(key)
+                return
+        if not chat.running and len(chat.jobs) == 1:
+            (self._urgent if chat.priority else self._ready).append(key)
+            if self._idle_workers:
+                self._idle_workers.popleft().set()
 
-    def _queued(self) -> int:
-        return sum(send.statistics().current_buffer_used for send, _ in self._streams)
+    def _next(self) -> tuple[str, _Chat] | None:
+        if self._urgent:
+            key = self._urgent.popleft()
+        elif self._ready:
+            key = self._ready.popleft()
+        else:
+            return None
+        chat = self._chats[key]
+        chat.running = True
+        return key, chat
 
-    async def _work(self, receive: MemoryObjectReceiveStream[_Item]) -> None:
-        async with receive:
-            async for key, job, queued_at in receive:
-                self._waits.append(time.monotonic() - queued_at)
-                self._running += 1
+    async def _work(self) -> None:
+        while True:
+            taken = self._next()
+            if taken is None:
+                if self._closed:
+                    return
+                wake = anyio.Event()
+                self._idle_workers.append(wake)
                 try:
-                    # Every log line the runtime writes while handling this job names its chat.
-                    with structlog.contextvars.bound_contextvars(chat_id=key):
-                        await job()
-                except Exception:
-                    self._failed += 1
-                    log.exception("job_failed", chat_id=key)
+                    await wake.wait()
                 finally:
-                    self._running -= 1
-                    self._done += 1
-                    if self._done >= self._submitted:
-                        self._idle.set()
+                    if wake in self._idle_workers:
+                        self._idle_workers.remove(wake)
+                continue
+            key, chat = taken
+            job, queued_at, priority = chat.jobs.popleft()
+            self._queued -= 1
+            waited = time.monotonic() - queued_at
+            self._waits.append(waited)
+            if priority:
+                chat.priority -= 1
+                self._priority_waits.append(waited)
+            if chat.room is not None:
+                chat.room.set()
+                chat.room = None
+            self._running += 1
+            try:
+                # Every log line the runtime writes while handling this job names its chat.
+                with structlog.contextvars.bound_contextvars(chat_id=key):
+                    await job()
+            except Exception:
+                self._failed += 1
+                log.exception("job_failed", chat_id=key)
+            finally:
+                self._running -= 1
+                self._done += 1
+                chat.running = False
+                if chat.jobs:
+                    (self._urgent if chat.priority else self._ready).append(key)
+                    if self._idle_workers:
+                        self._idle_workers.popleft().set()
+                else:
+                    del self._chats[key]
+                if self._done >= self._submitted:
+                    self._idle.set()
 
     async def wait_idle(self) -> None:
         """Return once every submitted job has finished."""
@@ -143,13 +215,16 @@ class Dispatcher:
     def close(self) -> None:
         """Take no more jobs; the workers finish the queued ones and return. Idempotent."""
         self._closed = True
-        for send, _ in self._streams:
-            send.close()
+        while self._idle_workers:
+            self._idle_workers.popleft().set()
+        for chat in self._chats.values():
+            if chat.room is not None:
+                chat.room.set()
 
     def statistics(self) -> DispatcherStatistics:
         return DispatcherStatistics(
             workers=self._workers,
-            queued=self._queued(),
+            queued=self._queued,
             running=self._running,
             submitted=self._submitted,
             done=self._done,
@@ -157,6 +232,9 @@ class Dispatcher:
             max_queued=self._max_queued,
             wait_p50_ms=_percentile(self._waits, 0.50) * 1000,
             wait_p95_ms=_percentile(self._waits, 0.95) * 1000,
+            chats_waiting=len(self._urgent) + len(self._ready),
+            priority_submitted=self._priority_submitted,
+            priority_wait_p95_ms=_percentile(self._priority_waits, 0.95) * 1000,
         )
 
 

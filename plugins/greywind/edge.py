@@ -7,8 +7,9 @@ imports no NoneBot machinery beyond the OneBot event models, so tests build it d
 A message's path: convert (never raises; a failure is logged and counted) -> a superuser command is
 answered and goes no further -> the unmute phrase lifts a quiet period -> a mute word addressed to the
 bot opens one (and the message reaches the runtime as not addressed, so it costs no model call) -> the
-message is queued for the gateway on its chat's worker. The phrase lifts only a quiet period a member
-asked for; a superuser's ``/mute`` is lifted by ``/unmute`` alone.
+message is queued for the gateway on its chat's turn (addressed messages, pokes and commands in the
+dispatcher's priority line, served first). The phrase lifts only a quiet period a member asked for; a
+superuser's ``/mute`` is lifted by ``/unmute`` alone.
 
 Every message frame is in the inbound journal (:mod:`plugins.greywind.journal`) from the moment the
 frame guard reads it; the edge settles it there once the message's job has handed it to the runtime,
@@ -62,6 +63,7 @@ from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
+from runtime.urgency import AddressedWork
 
 __all__ = ["Edge", "EdgeStatistics", "model_hint", "model_is_configured"]
 
@@ -121,11 +123,13 @@ class Edge:
         clock: Callable[[], float] = time.time,
         factory: RuntimeFactory | None = None,
         frames: Callable[[], FrameGuardStatistics] | None = None,
+        frames_renamed: Callable[[tuple[str, ...]], None] | None = None,
         stop_grace: float = STOP_GRACE_SECONDS,
     ) -> None:
         self.config = config
         self.clock = clock
         self._frames = frames
+        self._frames_renamed = frames_renamed
         self._stop_grace = stop_grace
         self.superusers = frozenset(_plain_user_id(user) for user in superusers)
         self.model_configured = model_is_configured(config, env)
@@ -151,6 +155,7 @@ class Edge:
             ),
         )
         self.dispatcher = Dispatcher(workers=config.bot.max_inflight)
+        self.addressed = AddressedWork()
         self.loop_lag = LoopLagMonitor()
         self.collector = CollectorPauses()
         self.context = EdgeContext(
@@ -164,6 +169,7 @@ class Edge:
             clock=clock,
             edge_status=self.status_text,
             rename=self.rename,
+            addressed=self.addressed,
         )
         self.gateway: RuntimeGateway = (factory or current_factory())(self.context)
         self._names = (config.persona.name, *config.persona.aliases)
@@ -262,6 +268,8 @@ class Edge:
         """Address by these names from the next message on (the persona was reloaded)."""
         self._names = names
         self._rules.clear()  # rebuilt per bot on the next message, with the new names
+        if self._frames_renamed is not None:
+            self._frames_renamed(names)  # the frame guard's priority lane follows too
 
     def _rules_for(self, self_id: str) -> AddressingRules:
         rules = self._rules.get(self_id)
@@ -306,14 +314,16 @@ class Edge:
         command = self.command_of(inbound)
         if command is not None:
             self._commands += 1
-            await self.submit_settled(message.chat_id, partial(self._run_command, command, message), key)
+            job = partial(self._run_command, command, message)
+            await self.submit_settled(message.chat_id, job, key, priority=True)
             return
         if not message.from_self:
             message = await self._quiet_words(message, inbound.body)
         if message.addressed:
             # Addressed messages are the ones that cost a model call: each gets one line; chatter none.
             self._log_addressed(message, inbound.how_addressed)
-        await self.submit_settled(message.chat_id, partial(self.gateway.on_message, message), key)
+        job = partial(self.gateway.on_message, message)
+        await self.submit_settled(message.chat_id, job, key, priority=message.addressed)
 
     def _log_addressed(self, message: ChatMessage, how: str) -> None:
         log.info(
@@ -334,7 +344,8 @@ class Edge:
             # A member lifts only a quiet period members asked for; a superuser's /mute stays.
             if self.gates.unquiet(chat, only=QUIET_ASKED):
                 log.info("quiet_lifted", chat_id=chat, by=message.sender_id)
-                await self._submit(chat, partial(self._tell_control_unmute, chat, message.sender_id))
+                job = partial(self._tell_control_unmute, chat, message.sender_id)
+                await self._submit(chat, job, priority=True)
             else:
                 log.info("quiet_lift_refused", chat_id=chat, by=message.sender_id, kind=verdict.kind)
             return message
@@ -344,7 +355,7 @@ class Edge:
             if not self.gates.quiet(chat, until, QUIET_ASKED, now=now):
                 return replace(message, addressed=False)  # a superuser's mute is already in force
             log.info("quiet_requested", chat_id=chat, by=message.sender_id, minutes=bot_config.quiet_minutes)
-            await self._submit(chat, partial(self._tell_control_mute, chat, until, message))
+            await self._submit(chat, partial(self._tell_control_mute, chat, until, message), priority=True)
             # The runtime still records the message, but it no longer calls for an answer.
             return replace(message, addressed=False)
         return message
@@ -386,7 +397,7 @@ class Edge:
                     self._messages += 1
                     self.owners.claim(poke.chat_id, self_id)
                     self._log_addressed(poke, "poke")
-                    await self._submit(poke.chat_id, partial(self.gateway.on_message, poke))
+                    await self._submit(poke.chat_id, partial(self.gateway.on_message, poke), priority=True)
                 return
             notice = interpret_notice(event, self_id, now=now)
         except Exception:
@@ -403,17 +414,20 @@ class Edge:
         log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id, account=self_id)
         await self._submit(notice.chat_id, partial(self.gateway.on_notice, notice))
 
-    async def _submit(self, chat_id: str, job: Job) -> None:
+    async def _submit(self, chat_id: str, job: Job, *, priority: bool = False) -> None:
+        """Queue ``job`` on its chat's turn; ``priority`` (addressed, a command) goes first."""
         try:
-            await self.dispatcher.submit(chat_id, job)
+            await self.dispatcher.submit(chat_id, job, priority=priority)
         except DispatcherClosedError:
             self._dropped += 1
 
-    async def submit_settled(self, chat_id: str, job: Job, key: JournalKey | None) -> None:
+    async def submit_settled(
+        self, chat_id: str, job: Job, key: JournalKey | None, *, priority: bool = False
+    ) -> None:
         """Queue ``job``; once it has run, the journal's frame ``key`` is settled. A message dropped at
         shutdown stays unsettled: the journal keeps it for the next start."""
         if key is None:
-            await self._submit(chat_id, job)
+            await self._submit(chat_id, job, priority=priority)
             return
 
         async def then_settle() -> None:
@@ -422,7 +436,7 @@ class Edge:
             finally:
                 self._settle(key)
 
-        await self._submit(chat_id, then_settle)
+        await self._submit(chat_id, then_settle, priority=priority)
 
     def _settle(self, key: JournalKey | None) -> None:
         if self.journal is not None:
@@ -473,8 +487,8 @@ class Edge:
         if stats.frames is not None:
             frames = stats.frames
             lines.append(
-                f"事件积压 {frames.backlog}（最多 {frames.max_backlog}），因积压丢弃 {frames.dropped}，"
-                f"非 JSON 帧 {frames.not_json}"
+                f"事件积压 {frames.backlog}（优先 {frames.backlog_priority}，最多 {frames.max_backlog}），"
+                f"因积压丢弃 {frames.dropped}（优先 {frames.dropped_priority}），非 JSON 帧 {frames.not_json}"
             )
         journal = stats.journal
         if journal is not None and (journal.unsettled or journal.write_failures or journal.evicted):

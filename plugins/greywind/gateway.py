@@ -43,6 +43,7 @@ from plugins.greywind.notices import Notice
 from plugins.greywind.outbound import Outbound
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
+from runtime.urgency import AddressedWork
 
 __all__ = [
     "EdgeContext",
@@ -74,6 +75,8 @@ class EdgeContext:
     edge_status: Callable[[], str] = field(default=lambda: "")
     # Tells the edge the persona's names changed (``persona reload``): name-addressing follows at once.
     rename: Callable[[tuple[str, ...]], None] = field(default=lambda names: None)
+    # Forced episodes mark themselves here until they reach the model; chatter yields meanwhile.
+    addressed: AddressedWork = field(default_factory=AddressedWork)
 
 
 class RuntimeGateway(Protocol):

@@ -9,12 +9,23 @@ and its coroutine, and memory grows without bound; a single garbled frame cuts t
 
 * a reader (one per connection) takes every frame as it arrives. API results (frames without
   ``post_type``) are handed to the adapter at once, so calls waiting on them never stall behind
-  events. Frames that are not JSON are logged and skipped. A text segment without text is repaired
-  (the adapter would fail on it and lose the message).
-* Events wait as raw frames, in order, and reach the adapter's loop only while fewer than
-  ``max_events_in_flight`` events are being handled. The raw frames waiting are capped at
-  ``max_backlog_bytes``; past it the oldest are dropped, counted and logged. At a rate NoneBot can
-  handle nothing waits and nothing is dropped; under a sustained flood memory stays bounded.
+  events. Frames that are not JSON, or nest deeper than :data:`MAX_NESTING` (the JSON parser's own
+  recursion limit, or the adapter's, would otherwise end the connection), are logged and skipped.
+  A text segment without text is repaired (the adapter would fail on it and lose the message).
+* Events wait as raw frames in two lanes (:mod:`plugins.greywind.frame_lanes`): the priority lane
+  holds what asks for the bot (private messages, an @ of it, replies, commands, pokes, its name),
+  served round-robin across chats; the other holds chatter, in order. Priority frames go first, and
+  reach the adapter's loop while fewer than twice ``max_events_in_flight`` events are being handled
+  (chatter only while fewer than ``max_events_in_flight``), so handlers stuck on a flood never hold
+  back an @. The raw frames waiting are capped at ``max_backlog_bytes``; past it the oldest chatter
+  is dropped, and priority frames (the loudest chat's oldest first) only when no chatter is left.
+  Drops are counted and logged in one summary line at most every :data:`DROP_LOG_INTERVAL` seconds
+  (and once more when the backlog has drained).
+  At a rate NoneBot can handle nothing waits and nothing is dropped; under a sustained flood memory
+  stays bounded.
+* While addressed work is on its way to the model (:mod:`runtime.urgency`: a forced episode building
+  its context, a dozen store calls), chatter reaches NoneBot at most once per :data:`YIELD_GAP`: the
+  process, the store and the GIL are the @'s, and the chatter backlog still moves.
 
 The adapter also serves HTTP POST event routes (``/onebot/v11/``, ``/onebot/v11/http``) that check only
 ``ONEBOT_SECRET``, never the access token: anyone who can reach the port could post a superuser's
@@ -28,9 +39,9 @@ import asyncio
 import contextlib
 import hmac
 import json
-from collections import deque
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import structlog
@@ -39,12 +50,30 @@ from nonebot.adapters.onebot.v11 import Adapter, Event, MessageEvent
 from nonebot.drivers import HTTPServerSetup, Request, Response
 from nonebot.exception import WebSocketClosed
 
+from plugins.greywind.frame_lanes import (
+    ChatterFrames,
+    FairFrames,
+    LaneRules,
+    chat_key,
+    is_priority,
+    nested_deeper_than,
+)
+from runtime.urgency import AddressedWork
+
 __all__ = ["FrameGuard", "FrameGuardStatistics", "GuardedAdapter", "repair_segments"]
 
 log = structlog.get_logger("greywind.onebot")
 
 # While events wait for room, the guard looks again this often (only under overload).
 _CAPACITY_POLL_SECONDS = 0.002
+# Deeper frames are skipped: no OneBot event nests like that, and parsing one again (the adapter
+# does) or printing it in an error line would hit Python's recursion limit.
+MAX_NESTING = 64
+# While addressed work is on its way to the model, chatter reaches NoneBot at most once per this many
+# seconds: the @ gets the process, the chatter backlog keeps moving.
+YIELD_GAP = 0.01
+# Under a flood the backlog drops frames by the thousand: one summary line at most this often.
+DROP_LOG_INTERVAL = 10.0
 
 
 def repair_segments(event: object) -> bool:
@@ -68,20 +97,64 @@ class FrameGuardStatistics:
     frames: int
     api_results: int
     events: int
-    not_json: int
+    not_json: int  # frames skipped: not JSON, or nested deeper than MAX_NESTING
     repaired: int
-    dropped: int  # events dropped because the backlog was full
-    backlog: int  # events waiting now
+    dropped: int  # events dropped because the backlog was full (priority ones included)
+    backlog: int  # events waiting now (both lanes)
     backlog_bytes: int
     max_backlog: int
+    priority: int = 0  # events that took the priority lane
+    dropped_priority: int = 0
+    backlog_priority: int = 0  # priority events waiting now
 
 
 class _Counters:
-    __slots__ = ("api_results", "dropped", "events", "frames", "max_backlog", "not_json", "repaired")
+    __slots__ = (
+        "api_results",
+        "dropped",
+        "dropped_priority",
+        "events",
+        "frames",
+        "max_backlog",
+        "not_json",
+        "priority",
+        "repaired",
+    )
 
     def __init__(self) -> None:
         self.frames = self.api_results = self.events = self.not_json = 0
         self.repaired = self.dropped = self.max_backlog = 0
+        self.priority = self.dropped_priority = 0
+
+
+class _DropReport:
+    """Drops summed into one log line per :data:`DROP_LOG_INTERVAL` (the first one at once)."""
+
+    __slots__ = ("_chatter", "_logged_at", "_priority")
+
+    def __init__(self) -> None:
+        self._chatter = self._priority = 0
+        self._logged_at: float | None = None
+
+    def add(self, chatter: int, priority: int, counters: _Counters) -> None:
+        self._chatter += chatter
+        self._priority += priority
+        now = time.monotonic()
+        if self._logged_at is None or now - self._logged_at >= DROP_LOG_INTERVAL:
+            self.flush(counters, now)
+
+    def flush(self, counters: _Counters, now: float | None = None) -> None:
+        if not (self._chatter or self._priority):
+            return
+        log.warning(
+            "onebot_backlog_full",
+            dropped=self._chatter + self._priority,
+            dropped_priority=self._priority,
+            total_dropped=counters.dropped,
+            detail=f"events dropped since the last line (at most one line per {DROP_LOG_INTERVAL:g}s)",
+        )
+        self._chatter = self._priority = 0
+        self._logged_at = time.monotonic() if now is None else now
 
 
 class FrameGuard:
@@ -99,41 +172,63 @@ class FrameGuard:
         deliver_result: Any,  # hands a parsed API result to the adapter
         max_events_in_flight: int,
         max_backlog_bytes: int,
+        lanes: LaneRules | None = None,
+        addressed: AddressedWork | None = None,
         counters: _Counters | None = None,
     ) -> None:
         self._ws = ws
         self._in_flight = in_flight
         self._deliver_result = deliver_result
         self._max_in_flight = max_events_in_flight
+        # Priority events may be handled beside this many more (the chatter's handlers may be stuck).
+        self._max_in_flight_priority = 2 * max_events_in_flight
         self._max_bytes = max_backlog_bytes
-        self._held: deque[str | bytes] = deque()
-        self._held_bytes = 0
+        self.lanes = lanes or LaneRules()
+        self._addressed = addressed
+        self._chatter_at = 0.0  # when chatter was last handed out
+        self._held = ChatterFrames()  # chatter, in order
+        self._urgent = FairFrames()  # the priority lane
         self._reader: asyncio.Task[None] | None = None
         self._closed: Exception | None = None
         self._arrived = asyncio.Event()
         self._counters = counters or _Counters()
+        self._drops = _DropReport()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ws, name)
 
     async def receive(self) -> str | bytes:
-        """The next event frame, once there is room to handle it."""
+        """The next event frame, once there is room to handle it: priority frames first."""
         if self._reader is None:
             self._reader = asyncio.create_task(self._read(), name="onebot-frame-reader")
         while True:
-            if self._held and len(self._in_flight) < self._max_in_flight:
-                frame = self._held.popleft()
-                self._held_bytes -= len(frame)
-                if self._held:
+            frame = self._next_frame()
+            if frame is not None:
+                if self._held or self._urgent:
                     # Draining a backlog: let the tasks just spawned (and the reader) run in between.
                     await asyncio.sleep(0)
+                else:
+                    self._drops.flush(self._counters)  # the flood is over: what it cost, now
                 return frame
-            if self._closed is not None and not self._held:
+            if self._closed is not None and not self._held and not self._urgent:
                 raise self._closed
             self._arrived.clear()
-            wait = _CAPACITY_POLL_SECONDS if self._held else None
+            wait = _CAPACITY_POLL_SECONDS if self._held or self._urgent else None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._arrived.wait(), wait)
+
+    def _next_frame(self) -> str | bytes | None:
+        busy = len(self._in_flight)
+        if self._urgent and busy < self._max_in_flight_priority:
+            return self._urgent.pop()
+        if self._held and busy < self._max_in_flight:
+            if self._addressed is not None and self._addressed.pending():
+                now = time.monotonic()
+                if now - self._chatter_at < YIELD_GAP:
+                    return None
+                self._chatter_at = now
+            return self._held.pop()
+        return None
 
     async def _read(self) -> None:
         counters = self._counters
@@ -143,9 +238,11 @@ class FrameGuard:
                 counters.frames += 1
                 try:
                     parsed = json.loads(data)
-                except ValueError:
-                    counters.not_json += 1
-                    log.warning("onebot_frame_not_json", chars=len(data), head=str(data[:80]))
+                except (ValueError, RecursionError) as exc:
+                    self._skip(data, "not JSON" if isinstance(exc, ValueError) else "nested too deep")
+                    continue
+                if nested_deeper_than(data, parsed, MAX_NESTING):
+                    self._skip(data, f"nested deeper than {MAX_NESTING}")
                     continue
                 if isinstance(parsed, dict) and "post_type" not in parsed:
                     counters.api_results += 1
@@ -158,7 +255,7 @@ class FrameGuard:
                     counters.repaired += 1
                     log.warning("onebot_segments_repaired", message_id=parsed.get("message_id"))
                     data = json.dumps(parsed, ensure_ascii=False)
-                self._hold(data)
+                self._hold(data, parsed)
         except Exception as exc:  # the peer closed, or the socket broke
             self._closed = exc if isinstance(exc, WebSocketClosed) else WebSocketClosed(1006, repr(exc))
         finally:
@@ -166,37 +263,60 @@ class FrameGuard:
                 self._closed = WebSocketClosed(1006, "reader stopped")
             self._arrived.set()
 
-    def _hold(self, frame: str | bytes) -> None:
-        self._held.append(frame)
-        self._held_bytes += len(frame)
-        dropped = 0
-        while self._held_bytes > self._max_bytes and len(self._held) > 1:
-            old = self._held.popleft()
-            self._held_bytes -= len(old)
-            dropped += 1
-        if dropped:
-            self._counters.dropped += dropped
-            log.warning("onebot_backlog_full", dropped=dropped, total_dropped=self._counters.dropped)
-        self._counters.max_backlog = max(self._counters.max_backlog, len(self._held))
+    def _skip(self, data: str | bytes, reason: str) -> None:
+        self._counters.not_json += 1
+        log.warning("onebot_frame_not_json", reason=reason, chars=len(data), head=str(data[:80]))
+
+    def _hold(self, frame: str | bytes, event: object) -> None:
+        """Queue one event frame in its lane; past the byte cap, drop chatter first."""
+        counters = self._counters
+        chat = chat_key(event) if isinstance(event, dict) else ""
+        if isinstance(event, dict) and is_priority(event, self.lanes):
+            counters.priority += 1
+            for earlier in self._held.take_chat(chat):  # the chat's own order holds
+                self._urgent.push(chat, earlier)
+            self._urgent.push(chat, frame)
+        else:
+            self._held.push(chat, frame)
+        dropped = dropped_priority = 0
+        while self._held.bytes + self._urgent.bytes > self._max_bytes:
+            if len(self._held) > 1 or (self._held and self._urgent):
+                self._held.pop()
+                dropped += 1
+            elif len(self._urgent) > 1:
+                self._urgent.drop_one()
+                dropped_priority += 1
+            else:
+                break
+        if dropped or dropped_priority:
+            counters.dropped += dropped + dropped_priority
+            counters.dropped_priority += dropped_priority
+            self._drops.add(dropped, dropped_priority, counters)
+        counters.max_backlog = max(counters.max_backlog, len(self._held) + len(self._urgent))
         self._arrived.set()
 
     @property
     def backlog(self) -> int:
-        return len(self._held)
+        return len(self._held) + len(self._urgent)
+
+    @property
+    def backlog_priority(self) -> int:
+        return len(self._urgent)
 
     @property
     def backlog_bytes(self) -> int:
-        return self._held_bytes
+        return self._held.bytes + self._urgent.bytes
 
     async def aclose(self) -> None:
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
-        if self._held:
-            log.warning("onebot_backlog_discarded", events=len(self._held))
+        self._drops.flush(self._counters)
+        if self._held or self._urgent:
+            log.warning("onebot_backlog_discarded", events=self.backlog, priority=self.backlog_priority)
         self._held.clear()
-        self._held_bytes = 0
+        self._urgent.clear()
 
 
 class GuardedAdapter(Adapter):
@@ -204,6 +324,8 @@ class GuardedAdapter(Adapter):
 
     max_events_in_flight: ClassVar[int] = 256
     max_backlog_bytes: ClassVar[int] = 64 * 1024 * 1024
+    lanes: ClassVar[LaneRules] = LaneRules()
+    addressed: ClassVar[AddressedWork | None] = None  # the edge's, once it has started
     _counters: ClassVar[_Counters] = _Counters()
     _guards: ClassVar[set[FrameGuard]] = set()
 
@@ -219,9 +341,13 @@ class GuardedAdapter(Adapter):
         return event
 
     @classmethod
-    def configure(cls, *, max_events_in_flight: int, max_backlog_bytes: int) -> None:
+    def configure(
+        cls, *, max_events_in_flight: int, max_backlog_bytes: int, lanes: LaneRules | None = None
+    ) -> None:
         cls.max_events_in_flight = max_events_in_flight
         cls.max_backlog_bytes = max_backlog_bytes
+        if lanes is not None:
+            cls.lanes = lanes
 
     def setup_http_server(self, setup: HTTPServerSetup) -> None:
         """Not served: the adapter's HTTP event routes take events without the access token."""
@@ -247,6 +373,8 @@ class GuardedAdapter(Adapter):
             deliver_result=self.json_to_event,
             max_events_in_flight=self.max_events_in_flight,
             max_backlog_bytes=self.max_backlog_bytes,
+            lanes=self.lanes,
+            addressed=self.addressed,
             counters=self._counters,
         )
         self._guards.add(guard)
@@ -255,6 +383,13 @@ class GuardedAdapter(Adapter):
         finally:
             self._guards.discard(guard)
             await guard.aclose()
+
+    @classmethod
+    def address_by(cls, names: tuple[str, ...]) -> None:
+        """Frames naming these take the priority lane from now on (the persona was reloaded)."""
+        cls.lanes = replace(cls.lanes, names=names)
+        for guard in cls._guards:
+            guard.lanes = cls.lanes
 
     @classmethod
     def statistics(cls) -> FrameGuardStatistics:
@@ -269,4 +404,7 @@ class GuardedAdapter(Adapter):
             backlog=sum(g.backlog for g in cls._guards),
             backlog_bytes=sum(g.backlog_bytes for g in cls._guards),
             max_backlog=c.max_backlog,
+            priority=c.priority,
+            dropped_priority=c.dropped_priority,
+            backlog_priority=sum(g.backlog_priority for g in cls._guards),
         )

@@ -31,6 +31,7 @@ import structlog
 from structlog.contextvars import bound_contextvars
 
 from runtime.app.reasoner import ModelReasoner
+from runtime.app.slots import leave_slot
 from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
 from runtime.episodes import RESUME_KIND, Episode, Heard, OutcomeKind, episode_id_of, run_episode
 from runtime.episodes.actions import ToolCall
@@ -241,6 +242,7 @@ class EpisodeDriver:
         if not text:
             self._finish(event, EventState.SKIPPED, "empty reminder")
             return
+        leave_slot()
         result = await rt.outbound.send(event.chat_id, f"提醒：{text}")
         now = rt.clock()
         if self._spoke(event.chat_id, result.sent or result.reason == "shadow", forced=True):
@@ -406,6 +408,7 @@ class EpisodeDriver:
             names=rt.names,
             temperature=app.temperature,
             max_tokens=app.max_reply_tokens,
+            timeout=rt.config.episodes.model_timeout_ms / 1000,
         )
         bound.info(
             "episode_start", reason=reason.value, forced=forced, prompt_tokens=prompt.tokens, run=episode.run
@@ -458,6 +461,7 @@ class EpisodeDriver:
         rt = self._rt
         chat_id = event.chat_id
         quote = trigger.message_id if trigger is not None and not trigger.is_private else None
+        leave_slot()  # a send may wait for the account's rate: the model's slot goes on at once
         result = await rt.outbound.send(chat_id, text, reply_to=quote)
         now = rt.clock()
         if not self._spoke(chat_id, result.sent or result.reason == "shadow", forced=forced):
@@ -523,6 +527,7 @@ class EpisodeDriver:
         if len(self._graceful_at) > GRACEFUL_CHATS_KEPT:
             horizon = now - cooldown
             self._graceful_at = {chat: at for chat, at in self._graceful_at.items() if at >= horizon}
+        leave_slot()
         result = await rt.outbound.send(chat_id, text or rt.app.graceful_message, reply_to=quote)
         if self._spoke(chat_id, result.sent or result.reason == "shadow", forced=True):
             self._counts[counter] += 1

@@ -6,14 +6,23 @@ moved (:meth:`wake`). No busy loop, no sleeping task per activation: one alarm f
 Then ``kernel.due(now)``: ready activations become episodes; the rest (expired, superseded, dropped by
 the budget) are settled by the driver.
 
-Episodes run in the lifespan's task group, at most ``[runtime] max_concurrent_episodes`` at once, and
-one at a time per chat (a per-chat lock, so a forced reply waits for the episode already speaking
-there rather than talking over it).
+Episodes run in the lifespan's task group, one at a time per chat (a per-chat lock, so a forced reply
+waits for the episode already speaking there rather than talking over it), each in a slot
+(:mod:`runtime.app.slots`): ``[runtime] max_concurrent_episodes`` shared ones, and
+``forced_episode_reserve`` more only forced episodes of chats without an episode in the last
+:data:`FRESH_AFTER` seconds may take. An episode takes its chat's lock before a slot, so a chat holds
+at most one slot however many of its episodes wait: a flood of @s in some chats, or a model that
+hangs for them, cannot take the slots the other chats need. An unprompted episode waiting for a slot
+under its chat's lock steps back behind a forced episode of its chat. A fresh chat's forced episode, once it
+has its slot, is *addressed work* (:mod:`runtime.urgency`) until it calls the model: chatter yields
+the process to it meanwhile.
 """
 
 from __future__ import annotations
 
+import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,7 +31,9 @@ import structlog
 from anyio.abc import TaskGroup
 from anyio.lowlevel import checkpoint
 
+from runtime.app.slots import EpisodeSlots, SlotStatistics, holding
 from runtime.kernel.outcomes import Activation
+from runtime.urgency import addressed
 
 if TYPE_CHECKING:
     from runtime.app.runtime import Runtime
@@ -36,6 +47,10 @@ MAX_SLEEP = 30.0
 # Activations due but held back by their chat's running episode are looked at again this often (the
 # episode's end wakes the loop sooner).
 STALL_RETRY = 0.25
+# A chat whose last episode began longer ago than this is *fresh*: its forced episodes may take the
+# reserved slots (runtime.app.slots). Chats remembered for that, at most.
+FRESH_AFTER = 60.0
+RECENT_CHATS_KEPT = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +61,7 @@ class LoopStatistics:
     running: int
     waiting_for_chat: int
     next_at: float | None
+    slots: SlotStatistics | None = None
 
 
 class ActivationLoop:
@@ -53,8 +69,11 @@ class ActivationLoop:
         self._rt = runtime
         self._wakeup = anyio.Event()
         self._sleeping_until: float | None = None
-        self._limiter = anyio.CapacityLimiter(runtime.app.max_concurrent_episodes)
+        self.slots = EpisodeSlots(runtime.app.max_concurrent_episodes, runtime.app.forced_episode_reserve)
         self._chat_locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
+        self._last_episode: dict[str, float] = {}  # chat -> when its last episode got a slot
+        self._forced_waiting: dict[str, int] = {}  # chat -> forced episodes not yet under its lock
+        self._slot_waits: dict[str, anyio.CancelScope] = {}  # chat -> its unprompted one's slot wait
         self._task_group: TaskGroup | None = None
         self._idle = anyio.Event()
         self._idle.set()
@@ -156,22 +175,98 @@ class ActivationLoop:
         lock = self._chat_locks.get(chat_id)
         if lock is None:
             lock = self._chat_locks[chat_id] = anyio.Lock()
+        forced = activation.event.payload.get("forced") is True or activation.reason == "forced"
+        if forced:
+            self._forced_waiting[chat_id] = self._forced_waiting.get(chat_id, 0) + 1
+            if (waiting := self._slot_waits.get(chat_id)) is not None:
+                waiting.cancel()  # the chat's unprompted episode waiting for a slot lets this one first
+        counted = forced  # among the chat's forced episodes waiting for its lock
         self._queued += 1
         entered = False
         try:
-            async with self._limiter, lock:
-                self._queued -= 1
-                entered = True
-                await self._rt.driver.run(activation)
+            while True:
+                async with lock:
+                    if counted:
+                        counted = False
+                        self._forced_done_waiting(chat_id)
+                    taken = await self._slot(chat_id, forced)
+                    if taken is None:
+                        continue  # it gave its place to a forced episode of its chat: in line again
+                    self._queued -= 1
+                    entered = True
+                    await self._run_in_slot(activation, chat_id, *taken)
+                break
         except Exception:
             log.exception("episode_crashed", chat_id=chat_id, event_id=activation.event.id)
         finally:
+            if counted:
+                self._forced_done_waiting(chat_id)
             if not entered:
                 self._queued -= 1
             self._running -= 1
             if self._running == 0:
                 self._idle.set()
             self.poke(force=self._stalled)
+
+    def _forced_done_waiting(self, chat_id: str) -> None:
+        left = self._forced_waiting.pop(chat_id, 1) - 1
+        if left:
+            self._forced_waiting[chat_id] = left
+
+    async def _slot(self, chat_id: str, forced: bool) -> tuple[bool, bool, bool] | None:
+        """This episode's slot: (forced, fresh, reserved). None when it is unprompted and a forced
+        episode of its chat waits for the lock it holds: it goes back in line behind that one."""
+        fresh = self._fresh(chat_id)
+        if forced:
+            reserved = await self.slots.acquire(forced=True, fresh=fresh)
+        else:
+            if self._forced_waiting.get(chat_id):
+                return None
+            with anyio.CancelScope() as scope:
+                self._slot_waits[chat_id] = scope
+                try:
+                    reserved = await self.slots.acquire(forced=False)
+                finally:
+                    del self._slot_waits[chat_id]
+            if scope.cancelled_caught:
+                return None
+        self._note_episode(chat_id)
+        return forced, fresh, reserved
+
+    async def _run_in_slot(
+        self, activation: Activation, chat_id: str, forced: bool, fresh: bool, reserved: bool
+    ) -> None:
+        release = self._releaser(reserved)
+        # A fresh chat's forced episode is addressed work until it calls the model: chatter yields
+        # to it. (Not a chat asking again and again: @-spam must not slow all chatter.)
+        work = self._rt.edge.addressed if forced and fresh else None
+        try:
+            with holding(release), addressed(work):
+                await self._rt.driver.run(activation)
+        finally:
+            release()
+
+    def _fresh(self, chat_id: str) -> bool:
+        """No episode of this chat lately."""
+        last = self._last_episode.get(chat_id)
+        return last is None or time.monotonic() - last >= FRESH_AFTER
+
+    def _note_episode(self, chat_id: str) -> None:
+        self._last_episode.pop(chat_id, None)
+        self._last_episode[chat_id] = time.monotonic()
+        if len(self._last_episode) > RECENT_CHATS_KEPT:
+            del self._last_episode[next(iter(self._last_episode))]  # the one heard from longest ago
+
+    def _releaser(self, reserved: bool) -> Callable[[], None]:
+        """Gives this episode's slot back once, early (``leave_slot``) or at its end."""
+        held = [True]
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                self.slots.release(reserved)
+
+        return release
 
     async def wait_idle(self) -> None:
         """Until no episode is running or queued."""
@@ -185,4 +280,5 @@ class ActivationLoop:
             running=self._running,
             waiting_for_chat=self._queued,
             next_at=self._rt.kernel.scheduler.next_at(),
+            slots=self.slots.statistics(),
         )

@@ -10,7 +10,8 @@ answers becomes one action:
 * a tool call whose arguments are not JSON, or an empty answer -> ``Malformed``, which the loop records
   so the model can correct itself next step.
 
-A model that cannot be reached (after the router's own retries and fallbacks) raises out of
+A model that cannot be reached (after the router's own retries and fallbacks), or has not answered
+within the episode's ``model_timeout_ms``, raises out of
 :meth:`ModelReasoner.next`; the loop ends the episode ``failed`` and the driver decides whether a short
 graceful message is due. :attr:`ModelReasoner.model_error` keeps the last such error for it.
 
@@ -24,13 +25,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import anyio
 import structlog
 
 from runtime.episodes import CONTROL_TOOLS, Episode, action_from_text, action_from_tool_call, episode_messages
 from runtime.episodes.actions import Malformed, ParsedAction, Reply
-from runtime.llm.errors import LLMError
+from runtime.llm.errors import LLMError, LLMTimeoutError
 from runtime.llm.types import ChatResult
 from runtime.tools.spec import ToolSpec
+from runtime.urgency import reaching_the_model
 
 __all__ = ["INSTRUCTIONS", "ChatModel", "ModelReasoner", "clean_reply"]
 
@@ -105,8 +108,10 @@ class ModelReasoner:
         names: Sequence[str] = (),
         temperature: float | None = None,
         max_tokens: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         self._model = model
+        self._timeout = timeout
         self._prompt = _with_instructions(prompt)
         self._chat_id = chat_id
         self._names = tuple(names)
@@ -125,17 +130,22 @@ class ModelReasoner:
         self.last_request = messages
         offered = [*CONTROL_TOOLS, *(spec.openai_schema() for spec in tools)]
         self.calls += 1
+        reaching_the_model()
         try:
-            result = await self._model.chat(
-                messages,
-                tools=offered,
-                chat_id=self._chat_id,
-                temperature=self._temperature,
-                max_tokens=self._max_tokens,
-            )
+            with anyio.fail_after(self._timeout):
+                result = await self._model.chat(
+                    messages,
+                    tools=offered,
+                    chat_id=self._chat_id,
+                    temperature=self._temperature,
+                    max_tokens=self._max_tokens,
+                )
         except LLMError as exc:
             self.model_error = exc
             raise
+        except TimeoutError:
+            self.model_error = LLMTimeoutError(f"the model did not answer within {self._timeout:g}s")
+            raise self.model_error from None
         return self.action_of(result)
 
     def action_of(self, result: ChatResult) -> ParsedAction:

@@ -15,6 +15,9 @@ from runtime.config._base import Section
 class AppConfig(Section):
     # Episodes running at once across all chats (one chat never runs two at once).
     max_concurrent_episodes: int = Field(default=8, ge=1, le=1_000)
+    # More episode slots that only forced episodes (an @, a reply, a private message) may take, so
+    # unprompted ones, or a model hanging for some chats, never leave an addressed message waiting.
+    forced_episode_reserve: int = Field(default=8, ge=0, le=1_000)
     # Kernel changes (events, lexicon, token counts) are written this often, and once more at stop.
     save_interval_ms: int = Field(default=2_000, ge=100, le=600_000)
     # Kernel prune, session idle sweep, chat-activity prune, store prune.

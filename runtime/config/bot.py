@@ -13,9 +13,10 @@
     command_prefix = "/"         # superuser commands: /status, /why 123, /mute ...
     max_inflight = 64            # messages handed to the runtime at once (one chat's stay in order)
     max_events_in_flight = 256   # events NoneBot handles at once; more wait as raw frames ...
-    event_backlog_mb = 64        # ... up to this much, then the oldest are dropped (floods only)
+    event_backlog_mb = 64        # ... up to this much, then the oldest chatter is dropped (floods only)
     journal_mb = 256             # inbound journal: message frames on disk until stored (0: off)
     replay_answer_minutes = 10   # journaled messages re-delivered at start are answered if this young
+    max_frame_mb = 64            # a bigger WebSocket frame closes the connection (the protocol's rule)
 
     [outbound]
     max_per_minute = 20          # all sends of the account together (QQ restricts fast senders)
@@ -54,6 +55,9 @@ class BotConfig(Section):
     # Journaled messages re-delivered at start: addressed ones this young are answered, older
     # ones are only stored.
     replay_answer_minutes: int = Field(default=10, ge=0, le=24 * 60)
+    # The largest WebSocket frame the server accepts; a bigger one closes the connection (status
+    # 1009, the WebSocket protocol's rule: the server cannot skip a frame it will not read).
+    max_frame_mb: int = Field(default=64, ge=1, le=1_024)
 
     @field_validator("mute_words")
     @classmethod

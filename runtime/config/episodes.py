@@ -12,6 +12,9 @@ class EpisodesConfig(Section):
     max_steps: int = Field(default=8, ge=1, le=64)
     # Wall time one run may take, model calls and tools included.
     deadline_ms: int = Field(default=90_000, ge=1_000)
+    # One model call (the router's retries and fallbacks included); past it the step fails like an
+    # unreachable model, so a hanging provider does not hold the chat and its slot for the whole run.
+    model_timeout_ms: int = Field(default=45_000, ge=100)
     # Failed steps in a row (unknown tool, bad arguments, timeouts, unreadable actions) that end it.
     max_consecutive_failures: int = Field(default=3, ge=1)
     # A new message in a waiting episode's thread brings its resumption forward.

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from runtime.app.reasoner import ModelReasoner, clean_reply
+from runtime.episodes import Episode
 from runtime.episodes.actions import Malformed, Observe, Reply, ToolCall, Wait
+from runtime.llm.errors import LLMTimeoutError
 from runtime.llm.types import ChatResult
 from runtime.llm.types import ToolCall as WireCall
 
@@ -71,3 +74,20 @@ def test_the_instructions_follow_the_persona_so_the_prefix_stays_stable() -> Non
     messages = reasoner().messages_for(episode)
     assert messages[0] == {"role": "system", "content": "persona"}
     assert messages[1] == {"role": "system", "content": INSTRUCTIONS}
+
+
+class _HangingModel:
+    async def chat(self, *_args: object, **_kwargs: object) -> ChatResult:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.anyio
+async def test_a_model_call_past_the_timeout_fails_like_an_unreachable_model() -> None:
+    r = ModelReasoner(
+        _HangingModel(), [{"role": "system", "content": "persona"}], chat_id="group:1", timeout=0.05
+    )
+    episode = Episode.start(id="ep-1", chat_id="group:1", now=0.0, max_steps=2, time_limit=60.0)
+    with anyio.fail_after(5), pytest.raises(LLMTimeoutError, match=r"within 0\.05s"):
+        await r.next(episode, [])
+    assert isinstance(r.model_error, LLMTimeoutError), "the driver sees a model failure (a graceful reply)"

@@ -130,3 +130,66 @@ async def test_queue_waits_are_measured() -> None:
     stats = dispatcher.statistics()
     assert stats.wait_p95_ms >= 40.0
     assert stats.wait_p50_ms <= stats.wait_p95_ms
+
+
+@pytest.mark.anyio
+async def test_a_flood_in_one_chat_neither_delays_a_quiet_chat_nor_takes_more_than_one_worker() -> None:
+    order: list[str] = []
+    busy: dict[str, int] = {}
+    most: dict[str, int] = {}
+    dispatcher = Dispatcher(workers=2, queue_size=500)
+
+    def job(chat: str):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            busy[chat] = busy.get(chat, 0) + 1
+            most[chat] = max(most.get(chat, 0), busy[chat])
+            await anyio.sleep(0.001)
+            order.append(chat)
+            busy[chat] -= 1
+
+        return run
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        for _ in range(200):
+            await dispatcher.submit("flood", job("flood"))
+        await dispatcher.submit("quiet", job("quiet"))
+        await dispatcher.wait_idle()
+        dispatcher.close()
+    assert order.index("quiet") < 5, "the quiet chat ran on the other worker, not behind the flood"
+    assert most["flood"] == 1, "a chat is on one worker at a time"
+
+
+@pytest.mark.anyio
+async def test_priority_jobs_go_first_and_never_wait_for_room_and_chats_take_turns() -> None:
+    order: list[str] = []
+    release = anyio.Event()
+    dispatcher = Dispatcher(workers=1, queue_size=2)
+
+    async def blocker() -> None:
+        await release.wait()
+
+    def job(name: str):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            order.append(name)
+
+        return run
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        await dispatcher.submit("x", blocker)
+        await anyio.sleep(0.01)
+        for n in range(2):
+            await dispatcher.submit("a", job(f"a{n}"))
+            await dispatcher.submit("b", job(f"b{n}"))
+        dispatcher.submit_nowait("c", job("c-at"), priority=True)
+        dispatcher.submit_nowait("a", job("a-at"), priority=True)  # a's queue is full: priority waits not
+        with pytest.raises(anyio.WouldBlock):
+            dispatcher.submit_nowait("a", job("a-chatter"))
+        release.set()
+        await dispatcher.wait_idle()
+        dispatcher.close()
+    # c had only its @; a's @ comes after a's earlier messages (a chat keeps its order), and a keeps the
+    # front line until its @ is done; b waits its turn.
+    assert order == ["c-at", "a0", "a1", "a-at", "b0", "b1"]
+    assert dispatcher.statistics().priority_submitted == 2

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
 from nonebot.exception import WebSocketClosed
 
-from plugins.greywind.onebot_guard import FrameGuard, repair_segments
+from plugins.greywind.frame_lanes import is_priority
+from plugins.greywind.onebot_guard import YIELD_GAP, FrameGuard, GuardedAdapter, repair_segments
+from runtime.urgency import AddressedWork, addressed
 from tests.support import onebot_events as ob
 
 
@@ -62,6 +65,29 @@ async def test_events_come_through_in_order_and_results_go_straight_to_the_adapt
     assert [json.loads(first)["message_id"], json.loads(second)["message_id"]] == [1, 2]
     assert results == [{"status": "ok", "retcode": 0, "data": {}, "echo": "7"}]
     assert guard.request == "the request", "everything else passes through to the socket"
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_an_at_goes_first_but_never_ahead_of_its_own_chats_earlier_messages() -> None:
+    ws = FakeSocket()
+    in_flight: set[Any] = {object()}
+    guard = make(ws, in_flight, [], limit=1)
+
+    def say(group: int, n: int, *segments: ob.Segment) -> str:
+        message = list(segments) or [ob.text(f"m{n}")]
+        return json.dumps(
+            ob.group_message(self_id=1, group_id=group, user_id=3, message=message, message_id=n)
+        )
+
+    in_flight.add(object())  # priority frames may take twice the limit: this holds them too
+    ws.feed(say(7, 1), say(2, 2), say(2, 3), say(7, 4), say(2, 5, ob.at(1), ob.text(" 在吗")), say(2, 6))
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(guard.receive(), 0.05)  # all six wait: the one handler is busy
+    in_flight.clear()
+    order = [json.loads(await guard.receive())["message_id"] for _ in range(6)]
+    # Group 2's @ (5) goes first, with what group 2 said before it; other chats keep their order.
+    assert order == [2, 3, 5, 1, 4, 6]
     await guard.aclose()
 
 
@@ -144,3 +170,113 @@ def test_repair_touches_only_broken_text_segments() -> None:
     assert not repair_segments({"message": [{"type": "text", "data": {"text": "hi"}}]})
     assert not repair_segments({"message": "[CQ:at,qq=1] string format"})
     assert not repair_segments([1, 2, 3])
+
+
+def at_event(n: int, group: int = 4) -> str:
+    """An @ of the bot, by default in a quiet group (``event``'s chatter is in group 2)."""
+    return json.dumps(
+        ob.group_message(
+            self_id=1, group_id=group, user_id=3, message=[ob.at(1), ob.text("hi")], message_id=n
+        )
+    )
+
+
+@pytest.mark.anyio
+async def test_addressed_events_go_first_and_past_a_full_set_of_handlers() -> None:
+    ws = FakeSocket()
+    in_flight: set[Any] = {object()}
+    guard = make(ws, in_flight, [], limit=1)
+    private = json.dumps(ob.private_message(self_id=1, user_id=9, message=[ob.text("在吗")], message_id=100))
+    ws.feed(event(1), event(2), at_event(3), private)
+    first = [json.loads(await asyncio.wait_for(guard.receive(), 1))["message_id"] for _ in range(2)]
+    assert first == [3, 100], "the @ and the private message go while the chatter's handler is busy"
+    ws.feed(at_event(4))
+    in_flight.add(object())
+    with pytest.raises(TimeoutError):  # twice the limit in flight: even priority waits now
+        await asyncio.wait_for(guard.receive(), 0.05)
+    in_flight.pop()
+    assert json.loads(await asyncio.wait_for(guard.receive(), 1))["message_id"] == 4
+    in_flight.clear()
+    assert [json.loads(await guard.receive())["message_id"] for _ in range(2)] == [1, 2]
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_full_backlog_drops_chatter_before_any_addressed_event() -> None:
+    ws = FakeSocket()
+    in_flight: set[Any] = {object(), object(), object()}
+    size = len(event(10))
+    guard = make(ws, in_flight, [], limit=1, max_bytes=size * 4)
+    frames = [event(n) for n in range(10, 30)]
+    frames.insert(2, at_event(99))
+    ws.feed(*frames)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(guard.receive(), 0.05)
+    assert guard.backlog_priority == 1
+    in_flight.clear()
+    kept = [json.loads(await guard.receive())["message_id"] for _ in range(guard.backlog)]
+    assert kept[0] == 99, "the @ survived twenty chatter frames and goes first"
+    assert kept[1:] == list(range(30 - len(kept) + 1, 30))
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_priority_lane_takes_chats_in_turn() -> None:
+    ws = FakeSocket()
+    in_flight: set[Any] = {object()} | {object() for _ in range(1)}
+    guard = make(ws, in_flight, [], limit=1)
+    ws.feed(*(at_event(n, group=5) for n in range(1, 5)), at_event(50, group=6))
+    await asyncio.sleep(0.05)
+    in_flight.clear()
+    got = [json.loads(await guard.receive())["message_id"] for _ in range(5)]
+    assert got == [1, 50, 2, 3, 4], "the quiet chat's @ waits behind one of the spammer's, not all"
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_frames_nested_too_deep_are_skipped_not_fatal() -> None:
+    ws = FakeSocket()
+    guard = make(ws, set(), [])
+    ws.feed("[" * 100_000, '{"post_type": "message", "x": ' + "[" * 200 + "]" * 200 + "}", event(7))
+    assert json.loads(await guard.receive())["message_id"] == 7
+    await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_chatter_yields_while_addressed_work_is_on_its_way_to_the_model() -> None:
+    ws = FakeSocket()
+    work = AddressedWork()
+    guard = FrameGuard(
+        ws,
+        in_flight=set(),
+        deliver_result=[].append,
+        max_events_in_flight=8,
+        max_backlog_bytes=10**6,
+        addressed=work,
+    )
+    ws.feed(*(event(n) for n in range(1, 41)))
+    with addressed(work):
+        started = time.monotonic()
+        for _ in range(10):
+            await guard.receive()
+        assert time.monotonic() - started >= 9 * YIELD_GAP * 0.9, "one chatter frame per gap"
+        ws.feed(at_event(99))
+        await asyncio.sleep(0.01)
+        assert json.loads(await asyncio.wait_for(guard.receive(), 1))["message_id"] == 99, "@s do not wait"
+    started = time.monotonic()
+    for _ in range(30):
+        await guard.receive()
+    assert time.monotonic() - started < 20 * YIELD_GAP, "without addressed work chatter flows freely"
+    await guard.aclose()
+
+
+def test_a_persona_reload_renames_the_priority_lane() -> None:
+    before = GuardedAdapter.lanes
+    named = ob.group_message(self_id=1, group_id=2, user_id=3, message=[ob.text("新名字在吗")])
+    try:
+        assert not is_priority(named, GuardedAdapter.lanes)
+        GuardedAdapter.address_by(("新名字",))
+        assert is_priority(named, GuardedAdapter.lanes)
+        assert GuardedAdapter.lanes.command_prefix == before.command_prefix
+    finally:
+        GuardedAdapter.lanes = before

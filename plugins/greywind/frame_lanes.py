@@ -1,0 +1,246 @@
+"""Which lane a raw OneBot event frame takes, decided before NoneBot parses it.
+
+Under a flood the frame guard holds events as raw frames. Most of them are chatter, which may wait
+and, past the backlog's cap, be dropped. A few ask for the bot: a private message, an @ of the bot, a
+reply (to anyone: telling a reply to the bot from others needs ``get_msg``), a command, a poke of the
+bot, a message naming the persona. Those take the priority lane: handed to NoneBot first and never
+dropped to make room for chatter. The test looks only at the parsed frame's top level and its segments
+(a few dict lookups per segment), so it costs next to nothing beside the JSON parse the guard does
+anyway. It errs on the side of priority: the name test is a plain substring test, and anyone's text
+starting with the command prefix counts; what the message really is, is decided later by the edge.
+
+:class:`FairFrames` is the priority lane itself: frames by chat, handed out round-robin, so @-spam in
+some chats waits behind its own frames and not in front of a quiet chat's one @. :class:`ChatterFrames`
+is the other lane, in arrival order. A priority frame never overtakes its own chat's chatter: when it
+arrives, the chatter its chat has waiting moves into the priority lane ahead of it
+(:meth:`ChatterFrames.take_chat`), so one chat's messages still reach the bot in the order they came
+(the model answering an @ sees what was said just before it).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["ChatterFrames", "FairFrames", "LaneRules", "chat_key", "is_priority", "nested_deeper_than"]
+
+
+@dataclass(frozen=True, slots=True)
+class LaneRules:
+    """What makes a frame addressed: the persona's names and the command prefix."""
+
+    names: tuple[str, ...] = ()
+    command_prefix: str = "/"
+
+
+def is_priority(event: Mapping[str, object], rules: LaneRules) -> bool:
+    """True for an event that asks for the bot (see the module docstring)."""
+    post_type = event.get("post_type")
+    self_id = str(event.get("self_id", ""))
+    if post_type == "message":
+        if event.get("message_type") == "private":
+            return True
+        message = event.get("message")
+        if isinstance(message, list):
+            return _segments_ask(message, self_id, rules)
+        if isinstance(message, str):
+            return (
+                f"[CQ:at,qq={self_id}]" in message
+                or f"[CQ:at,qq={self_id}," in message
+                or "[CQ:reply," in message
+                or _text_asks(message, rules, first=True)
+            )
+        return False
+    if post_type == "notice":
+        return event.get("sub_type") == "poke" and str(event.get("target_id", "")) == self_id
+    return False
+
+
+def _segments_ask(message: list[object], self_id: str, rules: LaneRules) -> bool:
+    first = True
+    for segment in message:
+        if not isinstance(segment, dict):
+            continue
+        kind = segment.get("type")
+        data = segment.get("data")
+        if kind == "reply":
+            return True
+        if not isinstance(data, dict):
+            continue
+        if kind == "at" and str(data.get("qq", "")) == self_id:
+            return True
+        if kind == "text":
+            text = data.get("text")
+            if isinstance(text, str) and _text_asks(text, rules, first=first):
+                return True
+            first = False
+    return False
+
+
+def _text_asks(text: str, rules: LaneRules, *, first: bool) -> bool:
+    if first and rules.command_prefix and text.lstrip().startswith(rules.command_prefix):
+        return True
+    return any(name and name in text for name in rules.names)
+
+
+def chat_key(event: Mapping[str, object]) -> str:
+    """The chat a frame belongs to, for round-robin (not the runtime's chat id, just distinct)."""
+    group = event.get("group_id")
+    if group is not None:
+        return f"g{group}"
+    return f"u{event.get('user_id')}"
+
+
+def nested_deeper_than(raw: str | bytes, value: object, limit: int) -> bool:
+    """True when ``value`` (parsed from ``raw``) nests containers more than ``limit`` deep.
+
+    A frame cannot nest deeper than it has brackets, so the raw text's bracket count (a C-speed
+    count) settles almost every frame without walking it.
+    """
+    if isinstance(raw, bytes):
+        brackets = raw.count(b"[") + raw.count(b"{")
+    else:
+        brackets = raw.count("[") + raw.count("{")
+    if brackets <= limit:
+        return False
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+class FairFrames:
+    """Frames queued by chat and handed out round-robin; per chat they stay in order."""
+
+    __slots__ = ("_chats", "_ring", "bytes", "count")
+
+    def __init__(self) -> None:
+        self._chats: dict[str, deque[str | bytes]] = {}
+        self._ring: deque[str] = deque()
+        self.bytes = 0
+        self.count = 0
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def push(self, chat: str, frame: str | bytes) -> None:
+        queue = self._chats.get(chat)
+        if queue is None:
+            queue = self._chats[chat] = deque()
+            self._ring.append(chat)
+        queue.append(frame)
+        self.bytes += len(frame)
+        self.count += 1
+
+    def pop(self) -> str | bytes:
+        """The next chat's oldest frame (the caller checks the lane is not empty)."""
+        chat = self._ring.popleft()
+        queue = self._chats[chat]
+        frame = queue.popleft()
+        if queue:
+            self._ring.append(chat)
+        else:
+            del self._chats[chat]
+        self.bytes -= len(frame)
+        self.count -= 1
+        return frame
+
+    def drop_one(self) -> None:
+        """Drop the oldest frame of the chat with the most frames waiting (the loudest)."""
+        chat = max(self._chats, key=lambda key: len(self._chats[key]))
+        queue = self._chats[chat]
+        frame = queue.popleft()
+        if not queue:
+            del self._chats[chat]
+            self._ring.remove(chat)
+        self.bytes -= len(frame)
+        self.count -= 1
+
+    def clear(self) -> None:
+        self._chats.clear()
+        self._ring.clear()
+        self.bytes = self.count = 0
+
+
+class ChatterFrames:
+    """Frames in arrival order, with one chat's frames removable at once (:meth:`take_chat`).
+
+    Each chat keeps its own queue; one shared line says which chat's frame is next. A chat taken out
+    leaves its entries in the line behind; they are skipped (counted in ``_stale``) when reached.
+    """
+
+    __slots__ = ("_chats", "_line", "_stale", "bytes", "count")
+
+    def __init__(self) -> None:
+        self._chats: dict[str, deque[str | bytes]] = {}
+        self._line: deque[str] = deque()
+        self._stale: dict[str, int] = {}
+        self.bytes = 0
+        self.count = 0
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def push(self, chat: str, frame: str | bytes) -> None:
+        queue = self._chats.get(chat)
+        if queue is None:
+            queue = self._chats[chat] = deque()
+        queue.append(frame)
+        self._line.append(chat)
+        self.bytes += len(frame)
+        self.count += 1
+
+    def pop(self) -> str | bytes:
+        """The oldest frame (the caller checks the lane is not empty)."""
+        line = self._line
+        while True:
+            chat = line.popleft()
+            stale = self._stale.get(chat)
+            if stale:
+                if stale == 1:
+                    del self._stale[chat]
+                else:
+                    self._stale[chat] = stale - 1
+                continue
+            queue = self._chats[chat]
+            frame = queue.popleft()
+            if not queue:
+                del self._chats[chat]
+            self.bytes -= len(frame)
+            self.count -= 1
+            if not self.count:  # nothing left but stale entries: drop them with the line
+                line.clear()
+                self._stale.clear()
+            return frame
+
+    def take_chat(self, chat: str) -> deque[str | bytes]:
+        """Remove and return every frame of ``chat``, oldest first (empty when it has none)."""
+        queue = self._chats.pop(chat, None)
+        if queue is None:
+            return deque()
+        self._stale[chat] = self._stale.get(chat, 0) + len(queue)
+        self.bytes -= sum(len(frame) for frame in queue)
+        self.count -= len(queue)
+        if not self.count:
+            self._line.clear()
+            self._stale.clear()
+        return queue
+
+    def clear(self) -> None:
+        self._chats.clear()
+        self._line.clear()
+        self._stale.clear()
+        self.bytes = self.count = 0

@@ -1,0 +1,101 @@
+"""The activation loop's slots with a scripted driver: a chat holds one slot, an @ never waits behind
+its own chat's unprompted episode, nor behind a model hanging elsewhere."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import anyio
+import pytest
+
+from runtime.app.loop import ActivationLoop
+from runtime.urgency import AddressedWork
+
+pytestmark = pytest.mark.anyio
+
+
+class Driver:
+    """Runs an activation until the test opens its gate; notes the order they started in."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.gates: dict[str, anyio.Event] = {}
+
+    def gate(self, name: str) -> anyio.Event:
+        return self.gates.setdefault(name, anyio.Event())
+
+    async def run(self, activation: SimpleNamespace) -> None:
+        self.started.append(activation.event.id)
+        await self.gate(activation.event.id).wait()
+
+    def settle_unrun(self, activation: SimpleNamespace, reason: str) -> None:
+        raise AssertionError("not expected")
+
+
+def runtime(shared: int, reserved: int) -> SimpleNamespace:
+    scheduler = SimpleNamespace(next_at=lambda: None)
+    return SimpleNamespace(
+        app=SimpleNamespace(max_concurrent_episodes=shared, forced_episode_reserve=reserved),
+        driver=Driver(),
+        edge=SimpleNamespace(addressed=AddressedWork()),
+        kernel=SimpleNamespace(scheduler=scheduler, due=lambda now: []),
+        clock=time.time,
+    )
+
+
+def activation(name: str, chat: str, *, forced: bool) -> SimpleNamespace:
+    event = SimpleNamespace(id=name, chat_id=chat, payload={"forced": forced})
+    return SimpleNamespace(event=event, reason="forced" if forced else "scheduled")
+
+
+async def until(condition, within: float = 2.0) -> None:  # type: ignore[no-untyped-def]
+    with anyio.fail_after(within):
+        while not condition():  # noqa: ASYNC110 - a plain condition on the fakes
+            await anyio.sleep(0.005)
+
+
+async def test_at_spam_in_one_chat_holds_one_slot_and_a_quiet_chat_gets_the_next() -> None:
+    rt = runtime(shared=2, reserved=0)
+    loop = ActivationLoop(rt)  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tg:
+        loop.start(tg)
+        for n in range(20):
+            loop.start_episode(activation(f"spam{n}", "group:1", forced=True))  # type: ignore[arg-type]
+        loop.start_episode(activation("other", "group:2", forced=True))  # type: ignore[arg-type]
+        await until(lambda: rt.driver.started == ["spam0", "other"])
+        assert loop.slots.statistics().in_use_shared == 2
+        loop.start_episode(activation("quiet", "group:3", forced=True))  # type: ignore[arg-type]
+        await anyio.sleep(0.05)
+        rt.driver.gate("other").set()
+        await until(lambda: "quiet" in rt.driver.started)
+        assert "spam1" not in rt.driver.started, "the spamming chat runs one episode at a time"
+        for gate in ("spam0", "quiet", *(f"spam{n}" for n in range(1, 20))):
+            rt.driver.gate(gate).set()
+        await until(lambda: len(rt.driver.started) == 22)
+        loop.close()
+        tg.cancel_scope.cancel()
+
+
+async def test_an_at_goes_before_its_chats_unprompted_episode_waiting_for_a_slot() -> None:
+    rt = runtime(shared=1, reserved=1)
+    loop = ActivationLoop(rt)  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tg:
+        loop.start(tg)
+        loop.start_episode(activation("hung", "group:9", forced=False))  # type: ignore[arg-type]
+        await until(lambda: rt.driver.started == ["hung"])
+        loop.start_episode(activation("unprompted", "group:1", forced=False))  # type: ignore[arg-type]
+        await anyio.sleep(0.05)  # it holds group:1's lock, waiting for the one shared slot
+        loop.start_episode(activation("at", "group:1", forced=True))  # type: ignore[arg-type]
+        await until(lambda: rt.driver.started == ["hung", "at"])
+        rt.driver.gate("at").set()
+        rt.driver.gate("hung").set()
+        await until(lambda: rt.driver.started == ["hung", "at", "unprompted"])
+        rt.driver.gate("unprompted").set()
+        with anyio.fail_after(2):
+            await loop.wait_idle()
+        stats = loop.statistics()
+        assert (stats.running, stats.waiting_for_chat) == (0, 0)
+        assert (stats.slots.in_use_shared, stats.slots.in_use_reserved) == (0, 0)  # type: ignore[union-attr]
+        loop.close()
+        tg.cancel_scope.cancel()
