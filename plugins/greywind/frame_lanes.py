@@ -116,14 +116,13 @@ def nested_deeper_than(raw: str | bytes, value: object, limit: int) -> bool:
     return False
 
 
-class FairFrames:
-    """Frames queued by chat and handed out round-robin; per chat they stay in order."""
+class _FramesByChat:
+    """A queue of frames per chat, with the lane's totals (frames and bytes)."""
 
-    __slots__ = ("_chats", "_ring", "bytes", "count")
+    __slots__ = ("_chats", "bytes", "count")
 
     def __init__(self) -> None:
         self._chats: dict[str, deque[str | bytes]] = {}
-        self._ring: deque[str] = deque()
         self.bytes = 0
         self.count = 0
 
@@ -133,14 +132,30 @@ class FairFrames:
     def __len__(self) -> int:
         return self.count
 
-    def push(self, chat: str, frame: str | bytes) -> None:
+    def _append(self, chat: str, frame: str | bytes) -> bool:
+        """Queue ``frame`` behind its chat's; True when the chat had nothing waiting."""
         queue = self._chats.get(chat)
+        new = queue is None
         if queue is None:
             queue = self._chats[chat] = deque()
-            self._ring.append(chat)
         queue.append(frame)
         self.bytes += len(frame)
         self.count += 1
+        return new
+
+
+class FairFrames(_FramesByChat):
+    """Frames queued by chat and handed out round-robin; per chat they stay in order."""
+
+    __slots__ = ("_ring",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ring: deque[str] = deque()
+
+    def push(self, chat: str, frame: str | bytes) -> None:
+        if self._append(chat, frame):
+            self._ring.append(chat)
 
     def pop(self) -> str | bytes:
         """The next chat's oldest frame (the caller checks the lane is not empty)."""
@@ -172,36 +187,23 @@ class FairFrames:
         self.bytes = self.count = 0
 
 
-class ChatterFrames:
+class ChatterFrames(_FramesByChat):
     """Frames in arrival order, with one chat's frames removable at once (:meth:`take_chat`).
 
     Each chat keeps its own queue; one shared line says which chat's frame is next. A chat taken out
     leaves its entries in the line behind; they are skipped (counted in ``_stale``) when reached.
     """
 
-    __slots__ = ("_chats", "_line", "_stale", "bytes", "count")
+    __slots__ = ("_line", "_stale")
 
     def __init__(self) -> None:
-        self._chats: dict[str, deque[str | bytes]] = {}
+        super().__init__()
         self._line: deque[str] = deque()
         self._stale: dict[str, int] = {}
-        self.bytes = 0
-        self.count = 0
-
-    def __bool__(self) -> bool:
-        return self.count > 0
-
-    def __len__(self) -> int:
-        return self.count
 
     def push(self, chat: str, frame: str | bytes) -> None:
-        queue = self._chats.get(chat)
-        if queue is None:
-            queue = self._chats[chat] = deque()
-        queue.append(frame)
+        self._append(chat, frame)
         self._line.append(chat)
-        self.bytes += len(frame)
-        self.count += 1
 
     def pop(self) -> str | bytes:
         """The oldest frame (the caller checks the lane is not empty)."""

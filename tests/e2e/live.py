@@ -25,10 +25,12 @@ import json
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from tests.e2e.bot_process import BotProcess
+from tests.e2e.conftest import TEST_API_KEY
 from tests.e2e.onebot_peer import ApiCall, OneBotPeer
 from tests.support.openai_server import RecordedRequest, ScriptedOpenAIServer
 
@@ -153,6 +155,30 @@ async def connected_peer(bot: BotProcess, *, self_id: int, within: float = 10.0)
         yield peer
     if bot.alive:
         await bot.await_log("bot_disconnected", within=within, count=disconnects + 1)
+
+
+@contextlib.contextmanager
+def scripted_bot(
+    workdir: Path, server: ScriptedOpenAIServer, *, config: str, env: Mapping[str, str] | None = None
+) -> Iterator[BotProcess]:
+    """A real ``bot.py`` on the scripted model server, for a module's scenarios; at the end it must
+    have stopped cleanly, never logged the API key and logged no error of its own."""
+    process = BotProcess(
+        workdir,
+        config=config,
+        env={
+            "GREYWIND_LLM_BASE_URL": server.base_url,
+            "GREYWIND_LLM_MODEL": "scripted",
+            "GREYWIND_LLM_API_KEY": TEST_API_KEY,
+            **(env or {}),
+        },
+    )
+    with process:
+        process.wait_for_log("edge_started")
+        yield process
+    assert process.returncode == 0, process.output()[-4000:]
+    assert TEST_API_KEY not in process.output()
+    assert own_errors(process) == []
 
 
 def own_errors(bot: BotProcess) -> list[dict[str, Any]]:

@@ -12,19 +12,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.bot_process import BotProcess
-from tests.e2e.conftest import TEST_API_KEY
 from tests.e2e.live import (
     TaggedModel,
     connected_peer,
-    own_errors,
     quiet_for,
     reply_call,
     reply_text,
+    scripted_bot,
     steps,
     tag,
     wait_call,
@@ -82,20 +80,13 @@ def model() -> Iterator[TaggedModel]:
 
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory: pytest.TempPathFactory, model: TaggedModel) -> Iterator[BotProcess]:
-    workdir: Path = tmp_path_factory.mktemp("conversation")
-    env = {
-        "GREYWIND_LLM_BASE_URL": model.server.base_url,
-        "GREYWIND_LLM_MODEL": "scripted",
-        "GREYWIND_LLM_API_KEY": TEST_API_KEY,
-        "SUPERUSERS": f'["{ADMIN}"]',
-    }
-    process = BotProcess(workdir, config=CONFIG, env=env)
-    with process:
-        process.wait_for_log("edge_started")
+    with scripted_bot(
+        tmp_path_factory.mktemp("conversation"),
+        model.server,
+        config=CONFIG,
+        env={"SUPERUSERS": f'["{ADMIN}"]'},
+    ) as process:
         yield process
-    assert process.returncode == 0, process.output()[-4000:]
-    assert TEST_API_KEY not in process.output()
-    assert own_errors(process) == []
 
 
 def group_at(group: int, user: int, text: str) -> dict[str, object]:

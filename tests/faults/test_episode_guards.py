@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.bot_process import BotProcess
-from tests.e2e.conftest import TEST_API_KEY
 from tests.e2e.live import (
     TaggedModel,
     connected_peer,
-    own_errors,
     reply_call,
+    scripted_bot,
     steps,
     tag,
     tool_call,
@@ -64,18 +62,8 @@ def model() -> Iterator[TaggedModel]:
 
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory: pytest.TempPathFactory, model: TaggedModel) -> Iterator[BotProcess]:
-    workdir: Path = tmp_path_factory.mktemp("guards")
-    env = {
-        "GREYWIND_LLM_BASE_URL": model.server.base_url,
-        "GREYWIND_LLM_MODEL": "scripted",
-        "GREYWIND_LLM_API_KEY": TEST_API_KEY,
-    }
-    process = BotProcess(workdir, config=CONFIG, env=env)
-    with process:
-        process.wait_for_log("edge_started")
+    with scripted_bot(tmp_path_factory.mktemp("guards"), model.server, config=CONFIG) as process:
         yield process
-    assert process.returncode == 0, process.output()[-4000:]
-    assert own_errors(process) == []
 
 
 def group_at(group: int, user: int, text: str) -> dict[str, object]:

@@ -21,8 +21,15 @@ from runtime.store.records import Memory, ScopeType
 from runtime.store.sqlite import LATEST_VERSION, SqliteStore
 from runtime.store.sqlite.schema import DB_FILENAME, load_migrations
 from tests.e2e.bot_process import BotProcess
-from tests.e2e.conftest import TEST_API_KEY
-from tests.e2e.live import TaggedModel, connected_peer, own_errors, reply_call, tag, tool_call, wait_call
+from tests.e2e.live import (
+    TaggedModel,
+    connected_peer,
+    reply_call,
+    scripted_bot,
+    tag,
+    tool_call,
+    wait_call,
+)
 from tests.support import onebot_events as ob
 from tests.support.openai_server import RecordedRequest, ScriptedOpenAIServer
 
@@ -68,18 +75,8 @@ def model() -> Iterator[TaggedModel]:
 
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory: pytest.TempPathFactory, model: TaggedModel) -> Iterator[BotProcess]:
-    workdir: Path = tmp_path_factory.mktemp("memory-trust")
-    env = {
-        "GREYWIND_LLM_BASE_URL": model.server.base_url,
-        "GREYWIND_LLM_MODEL": "scripted",
-        "GREYWIND_LLM_API_KEY": TEST_API_KEY,
-    }
-    process = BotProcess(workdir, config=CONFIG, env=env)
-    with process:
-        process.wait_for_log("edge_started")
+    with scripted_bot(tmp_path_factory.mktemp("memory-trust"), model.server, config=CONFIG) as process:
         yield process
-    assert process.returncode == 0, process.output()[-4000:]
-    assert own_errors(process) == []
 
 
 def _text(message: Mapping[str, Any]) -> str:
