@@ -49,8 +49,6 @@ from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagSta
 from plugins.greywind.notices import apply_to_gates, interpret_notice
 from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics, GuardedAdapter
 from plugins.greywind.outbound import (
-    QUIET_ASKED,
-    QUIET_IMPOSED,
     Account,
     BotApi,
     ChatGates,
@@ -63,6 +61,7 @@ from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
+from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED
 from runtime.urgency import AddressedWork
 
 __all__ = ["Edge", "EdgeStatistics", "model_hint", "model_is_configured"]

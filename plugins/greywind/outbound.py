@@ -38,17 +38,15 @@ from plugins.greywind.restriction import (
     is_restriction_like,
 )
 from runtime.kernel.message import ChatKind, parse_chat_id
+from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED, QUIET_KINDS, QUIET_LABELS, QuietPeriod
 
 __all__ = [
-    "QUIET_ASKED",
-    "QUIET_IMPOSED",
     "Account",
     "BotApi",
     "ChatGates",
     "GateVerdict",
     "Outbound",
     "OutboundStatistics",
-    "QuietPeriod",
     "SendResult",
     "SentRecord",
     "TokenBucket",
@@ -144,17 +142,6 @@ class TokenBucketStatistics:
     waited_seconds: float
 
 
-QUIET_ASKED = "asked"  # a member said a mute word: the unmute phrase lifts it
-QUIET_IMPOSED = "imposed"  # a superuser's /mute: only /unmute lifts it
-QUIET_KINDS = (QUIET_ASKED, QUIET_IMPOSED)
-_QUIET_LABELS = {QUIET_ASKED: "成员要求", QUIET_IMPOSED: "管理员"}
-
-
-class QuietPeriod(NamedTuple):
-    until: float | None  # None: until lifted
-    kind: str  # QUIET_ASKED | QUIET_IMPOSED
-
-
 @dataclass(frozen=True, slots=True)
 class GateVerdict:
     open: bool
@@ -167,7 +154,7 @@ class GateVerdict:
     @property
     def label(self) -> str:
         """The reason as ``/status`` shows it: ``quiet（管理员）`` for a superuser's mute."""
-        return f"{self.reason}（{_QUIET_LABELS[self.kind]}）" if self.kind in _QUIET_LABELS else self.reason
+        return f"{self.reason}（{QUIET_LABELS[self.kind]}）" if self.kind in QUIET_LABELS else self.reason
 
 
 class ChatGates:

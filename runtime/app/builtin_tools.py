@@ -93,6 +93,7 @@ def register_builtin_tools(rt: Runtime) -> None:
 
     async def remember(args: RememberArgs, ctx: ToolContext) -> str:
         heard = dict(ctx.heard)
+        source: str | None
         if args.message_id is not None:
             source = args.message_id.strip().lstrip("#")
             if source not in heard:

@@ -30,10 +30,10 @@ from runtime.context.packet import PersonaSlot
 from runtime.kernel.events import EventState
 from runtime.kernel.kernel import PERSONA_KEY
 from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
+from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED, QuietPeriod
 from runtime.store.records import OPEN_SESSION_STATES
 
 if TYPE_CHECKING:
-    from plugins.greywind.outbound import QuietPeriod
     from runtime.app.runtime import Runtime
 
 __all__ = ["Control"]
@@ -157,7 +157,6 @@ class Control:
     # -- quiet periods ----------------------------------------------------------------------------
 
     async def mute(self, chat_id: str, until: float | None, *, by: str, reason: str) -> str:
-        from plugins.greywind.outbound import QUIET_ASKED, QUIET_IMPOSED, QuietPeriod
 
         rt = self._rt
         now = rt.clock()
@@ -193,7 +192,6 @@ class Control:
     async def unmute(self, chat_id: str, *, by: str, reason: str) -> str:
         """``reason="phrase"`` (a member said the unmute phrase) lifts only a period members asked for;
         a superuser's ``/unmute`` lifts either kind."""
-        from plugins.greywind.outbound import QUIET_ASKED
 
         rt = self._rt
         current = rt.quiet.get(chat_id)

@@ -36,13 +36,13 @@ from runtime.episodes import RESUME_KIND, episode_id_of
 from runtime.episodes.persist import from_store_record
 from runtime.kernel.events import TERMINAL_STATES, BotEvent
 from runtime.llm.tokens import LedgerEntry
+from runtime.quiet import QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
 from runtime.store.errors import StoreError
 from runtime.store.kernel_state import chat_message, event_record, restore_kernel, save_lexicon_changes
 from runtime.store.protocol import RestorePolicy
 from runtime.store.records import StoredMessage
 
 if TYPE_CHECKING:
-    from plugins.greywind.outbound import QuietPeriod
     from runtime.app.runtime import Runtime
 
 __all__ = [
@@ -247,7 +247,6 @@ class StatePersistence:
             log.warning("quiet_save_failed", path=str(path), error=repr(exc))
 
     def _load_quiet(self, now: float) -> int:
-        from plugins.greywind.outbound import QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
 
         path = self.quiet_path
         if not path.exists():

@@ -52,13 +52,14 @@ from runtime.kernel.message import ChatMessage
 from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
 from runtime.kernel.settings import KernelSettings
 from runtime.llm.router import ModelRouter
+from runtime.quiet import QuietPeriod
 from runtime.store.records import MessageRecalled, StoredMessage
 
 if TYPE_CHECKING:
     from plugins.greywind.commands import RuntimeControl
     from plugins.greywind.gateway import EdgeContext
     from plugins.greywind.notices import Notice
-    from plugins.greywind.outbound import Outbound, QuietPeriod, SentRecord
+    from plugins.greywind.outbound import Outbound, SentRecord
     from runtime.context.setup import ContextRuntime
     from runtime.memory.layers import MemoryLayer
     from runtime.store.sqlite.store import SqliteStore

@@ -6,8 +6,6 @@ import anyio
 import pytest
 
 from plugins.greywind.outbound import (
-    QUIET_ASKED,
-    QUIET_IMPOSED,
     Account,
     ChatGates,
     Outbound,
@@ -15,6 +13,7 @@ from plugins.greywind.outbound import (
     TokenBucket,
     split_reply,
 )
+from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED
 from tests.edge.helpers import FakeBot, FakeTime
 
 
