@@ -16,9 +16,10 @@ here and nowhere else — and the model asked through :class:`~runtime.app.reaso
 
 Outcomes: ``replied`` -> Outbound send (gates, splitting, rate limit, one retry) -> speech recorded
 (budget and store) -> the session records the reply -> the memory injector counts a round;
-``waiting`` -> parked in the waiting room; a model failure on a forced activation -> the graceful
-message, a forced run a guard ended (``failed``, ``step_limit``) -> ``guard_message``, either at most
-once per chat per ``graceful_cooldown_ms``; anything else -> skipped with its reason.
+``waiting`` -> parked in the waiting room; a model failure on a forced activation, or a forced run
+whose deadline passed -> the graceful message, a forced run a guard ended (``failed``, ``step_limit``)
+-> ``guard_message``, either at most once per chat per ``graceful_cooldown_ms``; anything else ->
+skipped with its reason.
 The kernel event is always finished and the episode always stored, whatever happened.
 """
 
@@ -433,6 +434,10 @@ class EpisodeDriver:
             self._counts["model_failures"] += 1
             bound.warning("model_failed", error=str(reasoner.model_error)[:300], forced=forced)
             await self._graceful(event, _asked(final, trigger), forced)
+        elif outcome.kind is OutcomeKind.DEADLINE and forced:
+            # The run's time was up (the model, or its tools, too slow): as good as a model failure.
+            bound.info("deadline_passed", reason=outcome.reason[:300])
+            await self._graceful(event, _asked(final, trigger), forced, why=outcome.reason)
         elif outcome.kind in GUARD_OUTCOMES and forced:
             # A guard stopped the run (a repeated call, unknown tools or unreadable answers in a row,
             # waits refused, no decision in the step limit): whoever addressed the bot hears so.

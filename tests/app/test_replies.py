@@ -101,6 +101,19 @@ async def test_a_failing_model_gets_one_graceful_message_and_the_bot_keeps_runni
         assert h.runtime.driver.statistics().model_failures == 2
 
 
+async def test_a_forced_reply_that_runs_out_of_time_gets_the_graceful_message(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    """The run's deadline passes while the model is still thinking: whoever asked hears so instead of
+    nothing."""
+    openai_server.load({"default": {**reply("终于想好了"), "delay": 3.0}})
+    config = make_config(openai_server, episodes={"deadline_ms": 1_000})
+    async with running(config, data_dir) as h:
+        await h.say("灰风 这题怎么做", addressed=True)
+        await h.settle()
+        assert h.bot.texts() == [config.runtime.graceful_message]
+
+
 async def test_without_a_model_the_runtime_decides_and_sends_nothing(data_dir: Path) -> None:
     async with running(make_config(None), data_dir, shadow=True, model=False) as h:
         await h.say("灰风 在吗", addressed=True)
