@@ -18,7 +18,8 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check runtime plugins bench tests bot.py
-	$(BIN)/mypy runtime/kernel
+	$(BIN)/ruff format --check runtime plugins bench tests bot.py
+	$(BIN)/mypy -p runtime -p plugins.greywind
 
 test: lint
 	$(BIN)/python -m pytest

@@ -414,8 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = score(pairs)
     source = args.config or "default [threads] config"
     name = f"baseline {args.baseline}" if args.baseline else f"ThreadTracker ({source})"
-    print(f"{name} on {args.data}: {len(corpus)} files, {messages} chat messages fed, "
-          f"{result.messages} scored, mentions: {args.mentions}")
+    print(
+        f"{name} on {args.data}: {len(corpus)} files, {messages} chat messages fed, "
+        f"{result.messages} scored, mentions: {args.mentions}"
+    )
     print(f"  1 - scaled VI   {result.one_minus_vi:6.1f}")
     print(f"  one-to-one      {result.one_to_one:6.1f}")
     print(f"  exact match     P {result.precision:5.1f}  R {result.recall:5.1f}  F {result.f1:5.1f}")
@@ -427,8 +429,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         median = statistics.median(rates)
         per_message = 1e6 / median
         runs = len(rates)
-        print(f"  throughput      {median:,.0f} msg/s ({per_message:.1f} µs/msg, median of {runs} runs;"
-              f" best {max(rates):,.0f} msg/s)")
+        print(
+            f"  throughput      {median:,.0f} msg/s ({per_message:.1f} µs/msg, median of {runs} runs;"
+            f" best {max(rates):,.0f} msg/s)"
+        )
     if args.out:
         args.out.write_text("\n".join(written) + "\n", encoding="utf-8")
     return 0

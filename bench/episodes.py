@@ -65,8 +65,11 @@ class AddArgs(BaseModel):
 
 def tools() -> ToolRegistry:
     registry = ToolRegistry()
-    registry.register(ToolSpec(name="add", description="Add.", args_model=AddArgs,
-                               execute=lambda args, ctx: args.a + args.b))
+    registry.register(
+        ToolSpec(
+            name="add", description="Add.", args_model=AddArgs, execute=lambda args, ctx: args.a + args.b
+        )
+    )
     return registry
 
 
@@ -96,8 +99,9 @@ def bench_episode(n: int = 2_000) -> float:
         start = time.perf_counter()
         for i in range(n):
             script: list[object] = [ToolCall("add", {"a": i, "b": k}) for k in range(5)] + [Reply("ok")]
-            episode = Episode.start(id=f"ep-{i}", chat_id="group:1", now=clock.now(), max_steps=8,
-                                    time_limit=60)
+            episode = Episode.start(
+                id=f"ep-{i}", chat_id="group:1", now=clock.now(), max_steps=8, time_limit=60
+            )
             await run_episode(episode, ScriptedReasoner(script), registry, clock=clock, settings=settings)
         return (time.perf_counter() - start) / n * 1e6
 
@@ -108,12 +112,28 @@ def bench_waiting(parked: int = 20_000, chats: int = 2_000, messages: int = 20_0
     store = EventStore()
     room = WaitingRoom(SchedulerSink(store, ActivationScheduler(store)), EpisodeSettings())
     for i in range(parked):
-        episode = Episode.start(id=f"ep-{i}", chat_id=f"group:{i % chats}", now=NOON, max_steps=8,
-                                time_limit=60, thread_id=f"th-{i}")
+        episode = Episode.start(
+            id=f"ep-{i}",
+            chat_id=f"group:{i % chats}",
+            now=NOON,
+            max_steps=8,
+            time_limit=60,
+            thread_id=f"th-{i}",
+        )
         waiting = episode.transition(EpisodeStatus.THINKING, NOON).transition(EpisodeStatus.WAITING, NOON)
         room.park(replace(waiting, wait_until=NOON + 3_600), NOON)
-    msgs = [ChatMessage(message_id=f"m{i}", chat_kind=ChatKind.GROUP, chat_ident=str(i % chats),
-                        sender_id="7", sender_name="u", time=NOON + 1, text="hi") for i in range(messages)]
+    msgs = [
+        ChatMessage(
+            message_id=f"m{i}",
+            chat_kind=ChatKind.GROUP,
+            chat_ident=str(i % chats),
+            sender_id="7",
+            sender_name="u",
+            time=NOON + 1,
+            text="hi",
+        )
+        for i in range(messages)
+    ]
     start = time.perf_counter()
     for i, message in enumerate(msgs):
         room.note_message(message, f"th-{i % parked}", NOON + 1 + i * 1e-3)
@@ -126,15 +146,27 @@ def bench_tick(sources: int = 50, chats: int = 2_000, ticks: int = 20) -> float:
     registry = ExtensionRegistry(ToolRegistry(), clock=clock)
     activity = ChatActivityLog()
     for i in range(chats):
-        activity.note(ChatMessage(message_id=f"m{i}", chat_kind=ChatKind.GROUP, chat_ident=str(i),
-                                  sender_id="7", sender_name="u", time=NOON, text="hi"))
+        activity.note(
+            ChatMessage(
+                message_id=f"m{i}",
+                chat_kind=ChatKind.GROUP,
+                chat_ident=str(i),
+                sender_id="7",
+                sender_name="u",
+                time=NOON,
+                text="hi",
+            )
+        )
     sink = SchedulerSink(store, ActivationScheduler(store))
-    director = LifeDirector(registry, sink, activity, clock=clock,
-                            settings=LifeSettings(max_proposals_per_tick=1_000, tick=1.0))
+    director = LifeDirector(
+        registry, sink, activity, clock=clock, settings=LifeSettings(max_proposals_per_tick=1_000, tick=1.0)
+    )
     plugin = Scope("bench")
     for s in range(sources):
+
         def poll(ctx: LifeContext, s: int = s) -> list[Proposal]:
             return [Proposal(ctx.active_chats[(s * 7 + int(ctx.now)) % len(ctx.active_chats)], "bench")]
+
         registry.register_life_source(plugin, LifeSourceSpec(f"source_{s}", poll, 1.0))
 
     async def go() -> float:
@@ -150,8 +182,9 @@ def bench_tick(sources: int = 50, chats: int = 2_000, ticks: int = 20) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
     runs = parser.parse_args().runs
     # Per-episode and per-proposal info lines would measure the console, not the runtime.

@@ -22,30 +22,40 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
         "function": {
             "name": name,
             "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required,
-                           "additionalProperties": False},
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
         },
     }
 
 
 REPLY_TOOL = _tool(
-    "reply", "Say something in the chat now. Ends this turn.",
+    "reply",
+    "Say something in the chat now. Ends this turn.",
     {"text": {"type": "string", "minLength": 1, "description": "The message to send, as you would say it."}},
     ["text"],
 )
 WAIT_TOOL = _tool(
-    "wait", "Say nothing yet and come back later; you will see what was said in this thread meanwhile.",
-    {"seconds": {"type": "number", "exclusiveMinimum": 0, "description": "How long to wait, in seconds."},
-     "reason": {"type": "string", "description": "What you are waiting for."}},
+    "wait",
+    "Say nothing yet and come back later; you will see what was said in this thread meanwhile.",
+    {
+        "seconds": {"type": "number", "exclusiveMinimum": 0, "description": "How long to wait, in seconds."},
+        "reason": {"type": "string", "description": "What you are waiting for."},
+    },
     ["seconds", "reason"],
 )
 OBSERVE_TOOL = _tool(
-    "observe", "Stay silent this time and keep listening. Ends this turn.",
+    "observe",
+    "Stay silent this time and keep listening. Ends this turn.",
     {"reason": {"type": "string", "description": "Why silence is right here."}},
     ["reason"],
 )
 EXPIRE_TOOL = _tool(
-    "expire", "Drop this: the moment has passed or it needs nothing from you. Ends this turn.",
+    "expire",
+    "Drop this: the moment has passed or it needs nothing from you. Ends this turn.",
     {"reason": {"type": "string", "description": "Why it is dropped."}},
     ["reason"],
 )
@@ -53,8 +63,9 @@ CONTROL_TOOLS: tuple[dict[str, Any], ...] = (REPLY_TOOL, WAIT_TOOL, OBSERVE_TOOL
 CONTROL_TOOL_NAMES = frozenset({"reply", "wait", "observe", "expire"})
 
 
-def action_from_tool_call(name: str, arguments: str | Mapping[str, Any] | None,
-                          call_id: str | None = None) -> ParsedAction:
+def action_from_tool_call(
+    name: str, arguments: str | Mapping[str, Any] | None, call_id: str | None = None
+) -> ParsedAction:
     """The action a model's tool call stands for: a control action or a call of a registered tool.
 
     ``arguments`` is the JSON string the API returns (or an already-parsed object).
@@ -111,10 +122,19 @@ def episode_messages(episode: Episode) -> list[dict[str, Any]]:
             call_id = action.call_id or call_id
         else:
             name, args = "wait", {"seconds": action.seconds, "reason": action.reason}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [{
-            "id": call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
-        }]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+                    }
+                ],
+            }
+        )
         if observation is not None:
             messages.append(_tool_result(call_id, observation.content))
         else:

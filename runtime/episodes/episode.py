@@ -73,14 +73,25 @@ class Observation:
         return cls(source=source, ok=False, content=content, error=error)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "ok": self.ok, "content": self.content, "error": self.error,
-                "truncated": self.truncated, "full_size": self.full_size}
+        return {
+            "source": self.source,
+            "ok": self.ok,
+            "content": self.content,
+            "error": self.error,
+            "truncated": self.truncated,
+            "full_size": self.full_size,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Observation:
-        return cls(source=str(data["source"]), ok=bool(data["ok"]), content=str(data["content"]),
-                   error=data.get("error"), truncated=bool(data.get("truncated", False)),
-                   full_size=int(data.get("full_size", 0)))
+        return cls(
+            source=str(data["source"]),
+            ok=bool(data["ok"]),
+            content=str(data["content"]),
+            error=data.get("error"),
+            truncated=bool(data.get("truncated", False)),
+            full_size=int(data.get("full_size", 0)),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +128,13 @@ class EpisodeStep:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "index": self.index, "run": self.run,
+            "index": self.index,
+            "run": self.run,
             "action": self.action.to_dict() if self.action is not None else None,
             "observation": self.observation.to_dict() if self.observation is not None else None,
-            "started_at": self.started_at, "decided_at": self.decided_at, "finished_at": self.finished_at,
+            "started_at": self.started_at,
+            "decided_at": self.decided_at,
+            "finished_at": self.finished_at,
         }
 
     @classmethod
@@ -128,10 +142,12 @@ class EpisodeStep:
         action = data.get("action")
         observation = data.get("observation")
         return cls(
-            index=int(data["index"]), run=int(data["run"]),
+            index=int(data["index"]),
+            run=int(data["run"]),
             action=parse_action(action) if action is not None else None,
             observation=Observation.from_dict(observation) if observation is not None else None,
-            started_at=float(data["started_at"]), decided_at=float(data["decided_at"]),
+            started_at=float(data["started_at"]),
+            decided_at=float(data["decided_at"]),
             finished_at=float(data["finished_at"]),
         )
 
@@ -165,15 +181,36 @@ class Episode:
     heard: tuple[Heard, ...] = ()
 
     @classmethod
-    def start(cls, *, id: str, chat_id: str, now: float, max_steps: int, time_limit: float,
-              event_id: str | None = None, thread_id: str | None = None,
-              user_id: str | None = None, heard: tuple[Heard, ...] = ()) -> Episode:
+    def start(
+        cls,
+        *,
+        id: str,
+        chat_id: str,
+        now: float,
+        max_steps: int,
+        time_limit: float,
+        event_id: str | None = None,
+        thread_id: str | None = None,
+        user_id: str | None = None,
+        heard: tuple[Heard, ...] = (),
+    ) -> Episode:
         """A new pending episode whose first run must end ``time_limit`` seconds from ``now``."""
         if max_steps < 1 or time_limit <= 0:
             raise ValueError("an episode needs max_steps >= 1 and a positive time_limit")
-        return cls(id=id, chat_id=chat_id, status=EpisodeStatus.PENDING, started_at=now, updated_at=now,
-                   deadline=now + time_limit, max_steps=max_steps, time_limit=time_limit,
-                   event_id=event_id, thread_id=thread_id, user_id=user_id, heard=heard)
+        return cls(
+            id=id,
+            chat_id=chat_id,
+            status=EpisodeStatus.PENDING,
+            started_at=now,
+            updated_at=now,
+            deadline=now + time_limit,
+            max_steps=max_steps,
+            time_limit=time_limit,
+            event_id=event_id,
+            thread_id=thread_id,
+            user_id=user_id,
+            heard=heard,
+        )
 
     @property
     def terminal(self) -> bool:
@@ -187,8 +224,9 @@ class Episode:
     def transition(self, status: EpisodeStatus, now: float, *, reason: str | None = None) -> Episode:
         if status not in TRANSITIONS[self.status]:
             raise IllegalTransition(f"episode {self.id}", self.status.value, status.value)
-        return replace(self, status=status, updated_at=now,
-                       reason=reason if reason is not None else self.reason)
+        return replace(
+            self, status=status, updated_at=now, reason=reason if reason is not None else self.reason
+        )
 
     def with_step(self, step: EpisodeStep) -> Episode:
         return replace(self, steps=(*self.steps, step), updated_at=max(self.updated_at, step.finished_at))
@@ -199,11 +237,21 @@ class Episode:
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict holding everything needed to log, explain or restore the episode."""
         return {
-            "id": self.id, "chat_id": self.chat_id, "status": self.status.value,
-            "started_at": self.started_at, "updated_at": self.updated_at, "deadline": self.deadline,
-            "max_steps": self.max_steps, "time_limit": self.time_limit, "event_id": self.event_id,
-            "thread_id": self.thread_id, "user_id": self.user_id, "run": self.run, "waits": self.waits,
-            "wait_until": self.wait_until, "reason": self.reason,
+            "id": self.id,
+            "chat_id": self.chat_id,
+            "status": self.status.value,
+            "started_at": self.started_at,
+            "updated_at": self.updated_at,
+            "deadline": self.deadline,
+            "max_steps": self.max_steps,
+            "time_limit": self.time_limit,
+            "event_id": self.event_id,
+            "thread_id": self.thread_id,
+            "user_id": self.user_id,
+            "run": self.run,
+            "waits": self.waits,
+            "wait_until": self.wait_until,
+            "reason": self.reason,
             "steps": [s.to_dict() for s in self.steps],
             "heard": [[h.message_id, h.speaker_id] for h in self.heard],
         }
@@ -211,12 +259,21 @@ class Episode:
     @classmethod
     def from_record(cls, data: Mapping[str, Any]) -> Episode:
         return cls(
-            id=str(data["id"]), chat_id=str(data["chat_id"]), status=EpisodeStatus(data["status"]),
-            started_at=float(data["started_at"]), updated_at=float(data["updated_at"]),
-            deadline=float(data["deadline"]), max_steps=int(data["max_steps"]),
-            time_limit=float(data["time_limit"]), event_id=data.get("event_id"),
-            thread_id=data.get("thread_id"), user_id=data.get("user_id"), run=int(data.get("run", 0)),
-            waits=int(data.get("waits", 0)), wait_until=data.get("wait_until"), reason=data.get("reason"),
+            id=str(data["id"]),
+            chat_id=str(data["chat_id"]),
+            status=EpisodeStatus(data["status"]),
+            started_at=float(data["started_at"]),
+            updated_at=float(data["updated_at"]),
+            deadline=float(data["deadline"]),
+            max_steps=int(data["max_steps"]),
+            time_limit=float(data["time_limit"]),
+            event_id=data.get("event_id"),
+            thread_id=data.get("thread_id"),
+            user_id=data.get("user_id"),
+            run=int(data.get("run", 0)),
+            waits=int(data.get("waits", 0)),
+            wait_until=data.get("wait_until"),
+            reason=data.get("reason"),
             steps=tuple(EpisodeStep.from_dict(s) for s in data.get("steps", ())),
             heard=tuple(Heard(str(m), str(u)) for m, u in data.get("heard", ())),
         )

@@ -95,22 +95,43 @@ class _Run:
         self.failures = 0
         self.last_call: tuple[str, str] | None = None
 
-    def step(self, action: ParsedAction, observation: Observation | None, started: float,
-             decided: float) -> None:
-        self.episode = self.episode.with_step(EpisodeStep(
-            index=self.episode.next_step_index(), run=self.episode.run, action=action,
-            observation=observation, started_at=started, decided_at=decided, finished_at=self.clock.now(),
-        ))
+    def step(
+        self, action: ParsedAction, observation: Observation | None, started: float, decided: float
+    ) -> None:
+        self.episode = self.episode.with_step(
+            EpisodeStep(
+                index=self.episode.next_step_index(),
+                run=self.episode.run,
+                action=action,
+                observation=observation,
+                started_at=started,
+                decided_at=decided,
+                finished_at=self.clock.now(),
+            )
+        )
 
     def end(self, kind: OutcomeKind, status: EpisodeStatus, reason: str, **extra: object) -> EpisodeOutcome:
         self.episode = self.episode.transition(status, self.clock.now(), reason=reason)
-        log.info("episode_end", episode_id=self.episode.id, chat_id=self.episode.chat_id,
-                 outcome=kind.value, reason=reason, steps=len(self.episode.steps))
+        log.info(
+            "episode_end",
+            episode_id=self.episode.id,
+            chat_id=self.episode.chat_id,
+            outcome=kind.value,
+            reason=reason,
+            steps=len(self.episode.steps),
+        )
         return EpisodeOutcome(kind=kind, episode=self.episode, reason=reason, **extra)  # type: ignore[arg-type]
 
 
-async def run_episode(initial: Episode, reasoner: Reasoner, tools: ToolBox, *, clock: Clock,
-                      settings: EpisodeSettings, permissions: Iterable[str] = ()) -> EpisodeOutcome:
+async def run_episode(
+    initial: Episode,
+    reasoner: Reasoner,
+    tools: ToolBox,
+    *,
+    clock: Clock,
+    settings: EpisodeSettings,
+    permissions: Iterable[str] = (),
+) -> EpisodeOutcome:
     """Run ``initial`` (which must be ``pending``) until it decides or hits a limit.
 
     ``reasoner`` follows the :class:`~runtime.episodes.reasoner.Reasoner` protocol. ``permissions``
@@ -126,8 +147,9 @@ async def run_episode(initial: Episode, reasoner: Reasoner, tools: ToolBox, *, c
         if now >= ep.deadline:
             return run.end(OutcomeKind.DEADLINE, S.EXPIRED, "deadline: the run took too long")
         if ep.run_steps >= ep.max_steps:
-            return run.end(OutcomeKind.STEP_LIMIT, S.FAILED,
-                           f"step_limit: no decision in {ep.max_steps} steps")
+            return run.end(
+                OutcomeKind.STEP_LIMIT, S.FAILED, f"step_limit: no decision in {ep.max_steps} steps"
+            )
         run.episode = ep.transition(S.THINKING, now)
         visible = tools.list(granted)
         try:
@@ -135,11 +157,13 @@ async def run_episode(initial: Episode, reasoner: Reasoner, tools: ToolBox, *, c
                 raw = await reasoner.next(run.episode, visible)
         except Exception as exc:
             log.warning("reasoner_failed", episode_id=ep.id, chat_id=ep.chat_id, error=repr(exc))
-            return run.end(OutcomeKind.FAILED, S.FAILED,
-                           f"reasoner_error: {type(exc).__name__}: {str(exc)[:200]}")
+            return run.end(
+                OutcomeKind.FAILED, S.FAILED, f"reasoner_error: {type(exc).__name__}: {str(exc)[:200]}"
+            )
         if scope.cancelled_caught:
-            return run.end(OutcomeKind.DEADLINE, S.EXPIRED,
-                           "deadline: the reasoner did not answer before the deadline")
+            return run.end(
+                OutcomeKind.DEADLINE, S.EXPIRED, "deadline: the reasoner did not answer before the deadline"
+            )
         decided = clock.now()
         action = parse_action(raw)
         outcome = await _act(run, action, tools, settings, granted, now, decided)
@@ -147,8 +171,15 @@ async def run_episode(initial: Episode, reasoner: Reasoner, tools: ToolBox, *, c
             return outcome
 
 
-async def _act(run: _Run, action: ParsedAction, tools: ToolBox, settings: EpisodeSettings,
-               granted: frozenset[str], started: float, decided: float) -> EpisodeOutcome | None:
+async def _act(
+    run: _Run,
+    action: ParsedAction,
+    tools: ToolBox,
+    settings: EpisodeSettings,
+    granted: frozenset[str],
+    started: float,
+    decided: float,
+) -> EpisodeOutcome | None:
     ep = run.episode
     match action:
         case Reply(text=text):
@@ -163,36 +194,65 @@ async def _act(run: _Run, action: ParsedAction, tools: ToolBox, settings: Episod
         case Wait(seconds=seconds, reason=reason):
             refusal = _refuse_wait(ep, seconds, settings)
             if refusal is not None:
-                return _failed_step(run, action, Observation.failure("wait", "wait_refused", refusal),
-                                    settings, started, decided)
+                return _failed_step(
+                    run,
+                    action,
+                    Observation.failure("wait", "wait_refused", refusal),
+                    settings,
+                    started,
+                    decided,
+                )
             run.step(action, None, started, decided)
             until = decided + seconds
             run.episode = replace(run.episode, wait_until=until, waits=run.episode.waits + 1)
             return run.end(OutcomeKind.WAITING, S.WAITING, f"wait: {reason}".rstrip(": "), until=until)
         case Malformed(problem=problem):
-            return _failed_step(run, action, Observation.failure("episode", "malformed_action",
-                                                                 f"unreadable action: {problem}"),
-                                settings, started, decided)
+            return _failed_step(
+                run,
+                action,
+                Observation.failure("episode", "malformed_action", f"unreadable action: {problem}"),
+                settings,
+                started,
+                decided,
+            )
         case ToolCall():
             return await _call_tool(run, action, tools, settings, granted, started, decided)
     raise AssertionError(f"unhandled action {action!r}")  # parse_action returns only the cases above
 
 
-async def _call_tool(run: _Run, call: ToolCall, tools: ToolBox, settings: EpisodeSettings,
-                     granted: frozenset[str], started: float, decided: float) -> EpisodeOutcome | None:
+async def _call_tool(
+    run: _Run,
+    call: ToolCall,
+    tools: ToolBox,
+    settings: EpisodeSettings,
+    granted: frozenset[str],
+    started: float,
+    decided: float,
+) -> EpisodeOutcome | None:
     key = call.key()
     if key == run.last_call:
-        run.step(call, Observation.failure(call.name, "repeated_tool_call",
-                                           "the same call with the same arguments was just made"),
-                 started, decided)
+        run.step(
+            call,
+            Observation.failure(
+                call.name, "repeated_tool_call", "the same call with the same arguments was just made"
+            ),
+            started,
+            decided,
+        )
         run.episode = run.episode.transition(S.AWAITING_OBSERVATION, run.clock.now())
         return run.end(OutcomeKind.FAILED, S.FAILED, f"repeated_tool_call: {call.name} {key[1][:200]}")
     run.last_call = key
     ep = run.episode.transition(S.ACTING, decided)
     run.episode = ep
-    context = ToolContext(chat_id=ep.chat_id, user_id=ep.user_id, thread_id=ep.thread_id,
-                          episode_id=ep.id, permissions=granted, now=decided,
-                          heard=tuple((h.message_id, h.speaker_id) for h in ep.heard))
+    context = ToolContext(
+        chat_id=ep.chat_id,
+        user_id=ep.user_id,
+        thread_id=ep.thread_id,
+        episode_id=ep.id,
+        permissions=granted,
+        now=decided,
+        heard=tuple((h.message_id, h.speaker_id) for h in ep.heard),
+    )
     # A tool may not outlive the run: its own timeout is cut short by what is left of the deadline.
     with anyio.move_on_after(max(0.0, ep.deadline - run.clock.now())) as scope:
         result = await tools.invoke(call.name, call.args, context)
@@ -200,9 +260,14 @@ async def _call_tool(run: _Run, call: ToolCall, tools: ToolBox, settings: Episod
         cut = Observation.failure(call.name, "deadline", "the run's deadline passed during the call")
         run.step(call, cut, started, decided)
         return run.end(OutcomeKind.DEADLINE, S.EXPIRED, f"deadline: {call.name} was still running")
-    observation = Observation(source=call.name, ok=result.ok, content=result.observation_text(),
-                              error=result.error.value if result.error else None,
-                              truncated=result.truncated, full_size=result.full_size)
+    observation = Observation(
+        source=call.name,
+        ok=result.ok,
+        content=result.observation_text(),
+        error=result.error.value if result.error else None,
+        truncated=result.truncated,
+        full_size=result.full_size,
+    )
     run.step(call, observation, started, decided)
     run.episode = run.episode.transition(S.AWAITING_OBSERVATION, run.clock.now())
     if result.ok:
@@ -211,8 +276,14 @@ async def _call_tool(run: _Run, call: ToolCall, tools: ToolBox, settings: Episod
     return _count_failure(run, settings)
 
 
-def _failed_step(run: _Run, action: ParsedAction, observation: Observation, settings: EpisodeSettings,
-                 started: float, decided: float) -> EpisodeOutcome | None:
+def _failed_step(
+    run: _Run,
+    action: ParsedAction,
+    observation: Observation,
+    settings: EpisodeSettings,
+    started: float,
+    decided: float,
+) -> EpisodeOutcome | None:
     run.step(action, observation, started, decided)
     run.episode = run.episode.transition(S.AWAITING_OBSERVATION, run.clock.now())
     return _count_failure(run, settings)
@@ -224,22 +295,24 @@ def _count_failure(run: _Run, settings: EpisodeSettings) -> EpisodeOutcome | Non
         return None
     last = run.episode.steps[-1].observation
     detail = f" (last: {last.error}: {last.content[:200]})" if last is not None else ""
-    return run.end(OutcomeKind.FAILED, S.FAILED,
-                   f"too_many_failures: {run.failures} failed steps in a row{detail}")
+    return run.end(
+        OutcomeKind.FAILED, S.FAILED, f"too_many_failures: {run.failures} failed steps in a row{detail}"
+    )
 
 
 def _refuse_wait(episode: Episode, seconds: float, settings: EpisodeSettings) -> str | None:
     if episode.waits >= settings.max_waits:
-        return (f"this episode has already waited {episode.waits} times; "
-                "decide now: reply, observe or expire")
+        return f"this episode has already waited {episode.waits} times; decide now: reply, observe or expire"
     if not settings.min_wait <= seconds <= settings.max_wait:
-        return (f"wait seconds must be between {settings.min_wait:g} and {settings.max_wait:g}, "
-                f"got {seconds:g}")
+        return (
+            f"wait seconds must be between {settings.min_wait:g} and {settings.max_wait:g}, got {seconds:g}"
+        )
     return None
 
 
-def resume(episode: Episode, observations: Sequence[Observation], now: float,
-           heard: Sequence[Heard] = ()) -> Episode:
+def resume(
+    episode: Episode, observations: Sequence[Observation], now: float, heard: Sequence[Heard] = ()
+) -> Episode:
     """A waiting episode, ready to run again with what happened in its thread meanwhile.
 
     The new run gets a fresh deadline (``time_limit`` from ``now``) and a fresh step budget; the
@@ -255,16 +328,29 @@ def resume(episode: Episode, observations: Sequence[Observation], now: float,
     began = episode.heard[0] if episode.heard else None
     origin = f", began with [{began.speaker_id}] #{began.message_id}" if began is not None else ""
     why = f"{episode.reason or 'wait'}{origin}"
-    news = Observation(source="thread", ok=True,
-                       content=f"resumed after waiting {waited:.0f} s ({why}):\n{body}")
+    news = Observation(
+        source="thread", ok=True, content=f"resumed after waiting {waited:.0f} s ({why}):\n{body}"
+    )
     known = {h.message_id for h in episode.heard}
     fresh = tuple(h for h in heard if h.message_id not in known)
-    resumed = replace(episode, run=episode.run + 1, deadline=now + episode.time_limit, wait_until=None,
-                      heard=(*episode.heard, *fresh)[-MAX_HEARD:])
-    resumed = resumed.with_step(EpisodeStep(
-        index=resumed.next_step_index(), run=resumed.run, action=None, observation=news,
-        started_at=now, decided_at=now, finished_at=now,
-    ))
+    resumed = replace(
+        episode,
+        run=episode.run + 1,
+        deadline=now + episode.time_limit,
+        wait_until=None,
+        heard=(*episode.heard, *fresh)[-MAX_HEARD:],
+    )
+    resumed = resumed.with_step(
+        EpisodeStep(
+            index=resumed.next_step_index(),
+            run=resumed.run,
+            action=None,
+            observation=news,
+            started_at=now,
+            decided_at=now,
+            finished_at=now,
+        )
+    )
     return resumed.transition(S.PENDING, now)
 
 
@@ -273,8 +359,10 @@ def observation_from_messages(messages: Sequence[ChatMessage]) -> Observation:
 
     Each line carries its message id (``#id``), so the model can name the message a tool call is about.
     """
-    lines = [f"{'(you)' if m.from_self else m.sender_name}[{m.sender_id}] #{m.message_id}: {m.text}"
-             for m in messages]
+    lines = [
+        f"{'(you)' if m.from_self else m.sender_name}[{m.sender_id}] #{m.message_id}: {m.text}"
+        for m in messages
+    ]
     return Observation(source="thread", ok=True, content="\n".join(lines))
 
 

@@ -37,5 +37,6 @@ class EpisodeSettings:
 
 def tool_registry_from_config(config: EpisodesConfig) -> ToolRegistry:
     """A ToolRegistry with the configured default timeout and result cap."""
-    return ToolRegistry(default_timeout=config.tool_timeout_ms / 1000,
-                        max_result_chars=config.tool_result_max_chars)
+    return ToolRegistry(
+        default_timeout=config.tool_timeout_ms / 1000, max_result_chars=config.tool_result_max_chars
+    )

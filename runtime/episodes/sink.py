@@ -23,9 +23,18 @@ class Scheduled(Protocol):
 
 
 class ActivationSink(Protocol):
-    def schedule_activation(self, kind: str, chat_id: str, *, now: float, not_before: float,
-                            deadline: float | None, priority: float, thread_id: str | None,
-                            payload: Mapping[str, object] | None) -> Scheduled: ...
+    def schedule_activation(
+        self,
+        kind: str,
+        chat_id: str,
+        *,
+        now: float,
+        not_before: float,
+        deadline: float | None,
+        priority: float,
+        thread_id: str | None,
+        payload: Mapping[str, object] | None,
+    ) -> Scheduled: ...
 
     def cancel(self, event_id: str, now: float) -> bool: ...
 
@@ -37,12 +46,28 @@ class SchedulerSink:
         self.store = store
         self.scheduler = scheduler
 
-    def schedule_activation(self, kind: str, chat_id: str, *, now: float, not_before: float,
-                            deadline: float | None, priority: float, thread_id: str | None,
-                            payload: Mapping[str, object] | None) -> Scheduled:
-        event = self.store.create(kind=kind, chat_id=chat_id, now=now, thread_id=thread_id,
-                                  not_before=not_before, deadline=deadline, priority=priority,
-                                  payload=payload)
+    def schedule_activation(
+        self,
+        kind: str,
+        chat_id: str,
+        *,
+        now: float,
+        not_before: float,
+        deadline: float | None,
+        priority: float,
+        thread_id: str | None,
+        payload: Mapping[str, object] | None,
+    ) -> Scheduled:
+        event = self.store.create(
+            kind=kind,
+            chat_id=chat_id,
+            now=now,
+            thread_id=thread_id,
+            not_before=not_before,
+            deadline=deadline,
+            priority=priority,
+            payload=payload,
+        )
         # A proactive activation needs no attention score: it is classified by whoever proposed it.
         self.store.transition(event.id, EventState.CLASSIFIED, now)
         return self.scheduler.schedule(event.id, now)

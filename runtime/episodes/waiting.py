@@ -157,8 +157,13 @@ class WaitingRoom:
         if forced:
             payload["forced"] = True
         scheduled = self._sink.schedule_activation(
-            RESUME_KIND, episode.chat_id, now=now, not_before=at,
-            deadline=at + self._settings.resume_grace, priority=self._priority,
-            thread_id=episode.thread_id, payload=payload,
+            RESUME_KIND,
+            episode.chat_id,
+            now=now,
+            not_before=at,
+            deadline=at + self._settings.resume_grace,
+            priority=self._priority,
+            thread_id=episode.thread_id,
+            payload=payload,
         )
         return scheduled.id

@@ -44,7 +44,7 @@ _TRACKED = 64
 class LifeSettings:
     enabled: bool = True
     tick: float = 30.0
-    quiet_start: int | None = 23 * 60   # minutes after local midnight; None: no quiet hours
+    quiet_start: int | None = 23 * 60  # minutes after local midnight; None: no quiet hours
     quiet_end: int | None = 8 * 60
     timezone: str = "Asia/Shanghai"
     recent_activity: float = 3_600.0
@@ -58,11 +58,17 @@ class LifeSettings:
         if config.quiet_hours:
             a, b = config.quiet_hours.split("-")
             start, end = _minutes(a), _minutes(b)
-        return cls(enabled=config.enabled, tick=config.tick_ms / 1000, quiet_start=start, quiet_end=end,
-                   timezone=config.timezone, recent_activity=config.recent_activity_ms / 1000,
-                   max_proposals_per_tick=config.max_proposals_per_tick,
-                   source_timeout=config.source_timeout_ms / 1000,
-                   default_deadline=config.default_deadline_ms / 1000)
+        return cls(
+            enabled=config.enabled,
+            tick=config.tick_ms / 1000,
+            quiet_start=start,
+            quiet_end=end,
+            timezone=config.timezone,
+            recent_activity=config.recent_activity_ms / 1000,
+            max_proposals_per_tick=config.max_proposals_per_tick,
+            source_timeout=config.source_timeout_ms / 1000,
+            default_deadline=config.default_deadline_ms / 1000,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +82,7 @@ class TickReport:
     now: float
     quiet: bool
     called: tuple[str, ...]
-    emitted: tuple[str, ...]            # activation ids
+    emitted: tuple[str, ...]  # activation ids
     suppressed: tuple[tuple[str, str], ...]  # (chat_id, reason)
     failed: tuple[str, ...]
 
@@ -97,8 +103,15 @@ class DirectorStatistics:
 class LifeDirector:
     """See the module docstring."""
 
-    def __init__(self, registry: ExtensionRegistry, sink: ActivationSink, chats: ChatActivity, *,
-                 clock: Clock, settings: LifeSettings) -> None:
+    def __init__(
+        self,
+        registry: ExtensionRegistry,
+        sink: ActivationSink,
+        chats: ChatActivity,
+        *,
+        clock: Clock,
+        settings: LifeSettings,
+    ) -> None:
         self._registry = registry
         self._sink = sink
         self._chats = chats
@@ -107,8 +120,18 @@ class LifeDirector:
         self._zone = ZoneInfo(settings.timezone)
         self._next_at: dict[str, float] = {}
         self._activations: dict[str, deque[str]] = {}
-        self._counts = dict.fromkeys(("ticks", "calls", "emitted", "suppressed_quiet", "suppressed_inactive",
-                                      "suppressed_cap", "failures"), 0)
+        self._counts = dict.fromkeys(
+            (
+                "ticks",
+                "calls",
+                "emitted",
+                "suppressed_quiet",
+                "suppressed_inactive",
+                "suppressed_cap",
+                "failures",
+            ),
+            0,
+        )
         self._unsubscribe = registry.on_removed(self._forget)
 
     def close(self) -> None:
@@ -173,7 +196,7 @@ class LifeDirector:
         while True:
             try:
                 await self.tick()
-            except Exception as exc:   # a bug here must not stop the persona's life for good
+            except Exception as exc:  # a bug here must not stop the persona's life for good
                 log.exception("life_tick_failed", error=repr(exc))
             await anyio.sleep(self._settings.tick)
 
@@ -193,8 +216,14 @@ class LifeDirector:
             log.warning("life_source_failed", source=entry.key, error=repr(exc))
             return None
 
-    def _consider(self, entry: Registration, proposal: Proposal, now: float, emitted: list[str],
-                  suppressed: list[tuple[str, str]]) -> None:
+    def _consider(
+        self,
+        entry: Registration,
+        proposal: Proposal,
+        now: float,
+        emitted: list[str],
+        suppressed: list[tuple[str, str]],
+    ) -> None:
         at = max(now, proposal.not_before if proposal.not_before is not None else now)
         verdict = self.allowed(proposal.chat_id, now, at)
         if not verdict.allowed:
@@ -215,14 +244,26 @@ class LifeDirector:
             return
         payload = {**proposal.payload, "source": entry.key, "reason": proposal.reason}
         scheduled = self._sink.schedule_activation(
-            proposal.kind, proposal.chat_id, now=now, not_before=at, deadline=deadline,
-            priority=proposal.priority, thread_id=proposal.thread_id, payload=payload,
+            proposal.kind,
+            proposal.chat_id,
+            now=now,
+            not_before=at,
+            deadline=deadline,
+            priority=proposal.priority,
+            thread_id=proposal.thread_id,
+            payload=payload,
         )
         self._activations.setdefault(entry.key, deque(maxlen=_TRACKED)).append(scheduled.id)
         self._counts["emitted"] += 1
         emitted.append(scheduled.id)
-        log.info("proactive_scheduled", source=entry.key, chat_id=proposal.chat_id, event_id=scheduled.id,
-                 not_before=at, reason=proposal.reason)
+        log.info(
+            "proactive_scheduled",
+            source=entry.key,
+            chat_id=proposal.chat_id,
+            event_id=scheduled.id,
+            not_before=at,
+            reason=proposal.reason,
+        )
 
     def _forget(self, entry: Registration) -> None:
         self._next_at.pop(entry.key, None)

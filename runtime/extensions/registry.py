@@ -74,6 +74,7 @@ class ExtensionRegistry:
 
     def register_game(self, scope: Scope, spec: GameSpec) -> Disposer:
         """Expose ``spec``'s moves as tools and its terms in the lexicon, owned by ``scope``."""
+
         def build(owned: Scope) -> None:
             names = []
             for move in spec.tools:
@@ -88,9 +89,11 @@ class ExtensionRegistry:
 
     def register_activity(self, scope: Scope, spec: ActivitySpec) -> Disposer:
         """Add an activity the LifeDirector will advance, owned by ``scope``."""
+
         def build(owned: Scope) -> None:
-            self._add_terms(owned, LexiconKey(LexiconScope.ACTIVITY, spec.name), spec.terms,
-                            f"activity:{spec.name}")
+            self._add_terms(
+                owned, LexiconKey(LexiconScope.ACTIVITY, spec.name), spec.terms, f"activity:{spec.name}"
+            )
 
         return self._register("activity", spec.name, spec, scope, build)
 
@@ -98,8 +101,9 @@ class ExtensionRegistry:
         """Add a life source the LifeDirector will poll, owned by ``scope``."""
         return self._register("life_source", spec.name, spec, scope, lambda owned: None)
 
-    def _register(self, kind: Kind, name: str, spec: object, scope: Scope,
-                  build: Callable[[Scope], None]) -> Disposer:
+    def _register(
+        self, kind: Kind, name: str, spec: object, scope: Scope, build: Callable[[Scope], None]
+    ) -> Disposer:
         key = f"{kind}:{name}"
         if key in self._entries:
             raise DuplicateExtensionError(f"a {kind.replace('_', ' ')} named {name!r} is already registered")
@@ -174,9 +178,11 @@ class ExtensionRegistry:
     def statistics(self) -> ExtensionStatistics:
         kinds = [e.kind for e in self._entries.values()]
         return ExtensionStatistics(
-            games=kinds.count("game"), activities=kinds.count("activity"),
+            games=kinds.count("game"),
+            activities=kinds.count("activity"),
             life_sources=kinds.count("life_source"),
-            game_tools=sum(len(t) for t in self._game_tools.values()), terms=self._terms,
+            game_tools=sum(len(t) for t in self._game_tools.values()),
+            terms=self._terms,
         )
 
 

@@ -109,13 +109,18 @@ class Scope:
             log.warning("disposer_failed", scope=self.name, error=repr(exc))
 
     def statistics(self) -> ScopeStatistics:
-        return ScopeStatistics(name=self.name, live=len(self._disposers),
-                               children=len(self._children),
-                               disposed=self._disposed, errors=self._errors)
+        return ScopeStatistics(
+            name=self.name,
+            live=len(self._disposers),
+            children=len(self._children),
+            disposed=self._disposed,
+            errors=self._errors,
+        )
 
     def __enter__(self) -> Scope:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.dispose()

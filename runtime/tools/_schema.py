@@ -72,8 +72,11 @@ def validate(schema: Mapping[str, Any], value: Any, path: str = "") -> list[str]
                 problems.extend(validate(items, item, f"{where}[{i}]"))
     elif isinstance(value, Mapping):
         props: Mapping[str, Any] = schema.get("properties", {})
-        problems.extend(f"{_join(path, name)}: required but missing"
-                        for name in schema.get("required", []) if name not in value)
+        problems.extend(
+            f"{_join(path, name)}: required but missing"
+            for name in schema.get("required", [])
+            if name not in value
+        )
         for name, item in value.items():
             sub = props.get(name)
             if sub is None:

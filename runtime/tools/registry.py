@@ -47,8 +47,9 @@ class ToolRegistryStatistics:
 class ToolRegistry:
     """Named tools with permissions, timeouts and result caps. ``register`` returns a disposer."""
 
-    def __init__(self, *, default_timeout: float = DEFAULT_TIMEOUT,
-                 max_result_chars: int = DEFAULT_MAX_RESULT_CHARS) -> None:
+    def __init__(
+        self, *, default_timeout: float = DEFAULT_TIMEOUT, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
+    ) -> None:
         if default_timeout <= 0 or max_result_chars < 1:
             raise ValueError("default_timeout and max_result_chars must be positive")
         self._tools: dict[str, ToolSpec] = {}
@@ -106,13 +107,18 @@ class ToolRegistry:
         spec = self._tools.get(name)
         if spec is None:
             known = ", ".join(s.name for s in self.list(context.permissions)) or "none"
-            return self._fail(name, ToolErrorKind.UNKNOWN_TOOL,
-                              f"there is no tool named {name!r}; available tools: {known}")
+            return self._fail(
+                name, ToolErrorKind.UNKNOWN_TOOL, f"there is no tool named {name!r}; available tools: {known}"
+            )
         missing = spec.permissions - context.permissions
         if missing:
-            return self._fail(name, ToolErrorKind.PERMISSION_DENIED,
-                              f"calling {name} needs permission {', '.join(sorted(missing))}, "
-                              "which this conversation does not have", spec=spec)
+            return self._fail(
+                name,
+                ToolErrorKind.PERMISSION_DENIED,
+                f"calling {name} needs permission {', '.join(sorted(missing))}, "
+                "which this conversation does not have",
+                spec=spec,
+            )
         parsed, problem = self._parse_args(spec, args)
         if problem is not None:
             return self._fail(name, ToolErrorKind.INVALID_ARGUMENTS, problem, spec=spec)
@@ -126,17 +132,30 @@ class ToolRegistry:
                     value = await value
         except Exception as exc:
             elapsed = time.perf_counter() - started
-            log.warning("tool_failed", tool=name, chat_id=context.chat_id, episode_id=context.episode_id,
-                        error=repr(exc))
-            return self._fail(name, ToolErrorKind.EXCEPTION,
-                              f"the tool raised {type(exc).__name__}: {_short(str(exc))}",
-                              spec=spec, elapsed=elapsed)
+            log.warning(
+                "tool_failed",
+                tool=name,
+                chat_id=context.chat_id,
+                episode_id=context.episode_id,
+                error=repr(exc),
+            )
+            return self._fail(
+                name,
+                ToolErrorKind.EXCEPTION,
+                f"the tool raised {type(exc).__name__}: {_short(str(exc))}",
+                spec=spec,
+                elapsed=elapsed,
+            )
         elapsed = time.perf_counter() - started
         if scope.cancelled_caught:
             log.warning("tool_timeout", tool=name, chat_id=context.chat_id, timeout=timeout)
-            return self._fail(name, ToolErrorKind.TIMEOUT,
-                              f"no result within {timeout:g} s; the call was abandoned",
-                              spec=spec, elapsed=elapsed)
+            return self._fail(
+                name,
+                ToolErrorKind.TIMEOUT,
+                f"no result within {timeout:g} s; the call was abandoned",
+                spec=spec,
+                elapsed=elapsed,
+            )
         return self._success(spec, value, elapsed)
 
     def _parse_args(self, spec: ToolSpec, args: object) -> tuple[Any, str | None]:
@@ -169,14 +188,29 @@ class ToolRegistry:
             self._truncated += 1
             text = text[:cap] + f"\n[truncated: showing {cap} of {full} characters]"
         self._succeeded += 1
-        return ToolResult(name=spec.name, ok=True, content=text, truncated=truncated, full_size=full,
-                          elapsed=elapsed, side_effect=spec.side_effect)
+        return ToolResult(
+            name=spec.name,
+            ok=True,
+            content=text,
+            truncated=truncated,
+            full_size=full,
+            elapsed=elapsed,
+            side_effect=spec.side_effect,
+        )
 
-    def _fail(self, name: str, kind: ToolErrorKind, message: str, *, spec: ToolSpec | None = None,
-              elapsed: float = 0.0) -> ToolResult:
+    def _fail(
+        self,
+        name: str,
+        kind: ToolErrorKind,
+        message: str,
+        *,
+        spec: ToolSpec | None = None,
+        elapsed: float = 0.0,
+    ) -> ToolResult:
         self._failures[kind] = self._failures.get(kind, 0) + 1
-        return ToolResult.failure(name, kind, message, elapsed=elapsed,
-                                  side_effect=spec.side_effect if spec else False)
+        return ToolResult.failure(
+            name, kind, message, elapsed=elapsed, side_effect=spec.side_effect if spec else False
+        )
 
     def statistics(self) -> ToolRegistryStatistics:
         failed = sum(self._failures.values())

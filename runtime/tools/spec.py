@@ -135,8 +135,9 @@ class ToolResult:
     side_effect: bool = False
 
     @classmethod
-    def failure(cls, name: str, kind: ToolErrorKind, message: str, *, elapsed: float = 0.0,
-                side_effect: bool = False) -> ToolResult:
+    def failure(
+        cls, name: str, kind: ToolErrorKind, message: str, *, elapsed: float = 0.0, side_effect: bool = False
+    ) -> ToolResult:
         return cls(name=name, ok=False, error=kind, message=message, elapsed=elapsed, side_effect=side_effect)
 
     def observation_text(self) -> str:

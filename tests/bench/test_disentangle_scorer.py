@@ -138,8 +138,12 @@ def test_parse_log_times_mentions_renames_and_system_lines() -> None:
     assert messages[1] is None
     assert messages[4] is None
     first, reply, stranger, renamed, action, anywhere = (m for m in messages if m is not None)
-    assert [m.time for m in (first, reply, stranger, renamed)] == [23 * 3600 + 58 * 60, 23 * 3600 + 59 * 60,
-                                                                   86_400 + 60, 86_400 + 120]
+    assert [m.time for m in (first, reply, stranger, renamed)] == [
+        23 * 3600 + 58 * 60,
+        23 * 3600 + 59 * 60,
+        86_400 + 60,
+        86_400 + 120,
+    ]
     assert reply.mentions == ("alice",)
     assert stranger.mentions == ()
     assert renamed.sender_id == "bob"  # a nick change keeps the sender

@@ -27,19 +27,36 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def settings() -> EpisodeSettings:
-    return EpisodeSettings(max_steps=6, time_limit=60.0, max_consecutive_failures=3, min_wait=5.0,
-                           max_wait=3_600.0, max_waits=2, wake_delay=5.0, resume_grace=300.0)
+    return EpisodeSettings(
+        max_steps=6,
+        time_limit=60.0,
+        max_consecutive_failures=3,
+        min_wait=5.0,
+        max_wait=3_600.0,
+        max_waits=2,
+        wake_delay=5.0,
+        resume_grace=300.0,
+    )
 
 
 @pytest.fixture
 def tools() -> ToolRegistry:
     registry = ToolRegistry(default_timeout=0.2)
-    registry.register(ToolSpec(name="lookup", description="Look a word up.", args_model=LookupArgs,
-                               execute=_lookup))
+    registry.register(
+        ToolSpec(name="lookup", description="Look a word up.", args_model=LookupArgs, execute=_lookup)
+    )
     return registry
 
 
 def new_episode(clock: ManualClock, settings: EpisodeSettings, **fields: object) -> Episode:
-    return Episode.start(id="ep-1", chat_id="group:1", now=clock.now(), max_steps=settings.max_steps,
-                         time_limit=settings.time_limit, event_id="ev-1", thread_id="th-1",
-                         user_id="42", **fields)  # type: ignore[arg-type]
+    return Episode.start(
+        id="ep-1",
+        chat_id="group:1",
+        now=clock.now(),
+        max_steps=settings.max_steps,
+        time_limit=settings.time_limit,
+        event_id="ev-1",
+        thread_id="th-1",
+        user_id="42",
+        **fields,
+    )  # type: ignore[arg-type]

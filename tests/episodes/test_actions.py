@@ -29,28 +29,34 @@ from runtime.kernel.clock import ManualClock
 from runtime.tools import ToolRegistry, ToolSpec
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ({"type": "reply", "text": "好"}, Reply("好")),
-    ({"type": "wait", "seconds": 30, "reason": "r"}, Wait(30.0, "r")),
-    ({"type": "observe"}, Observe("")),
-    ({"type": "expire", "reason": "late"}, Expire("late")),
-    ({"type": "tool", "tool": "t", "args": {"a": 1}}, ToolCall("t", {"a": 1})),
-    ({"type": "tool", "name": "t", "arguments": '{"a": 1}'}, ToolCall("t", {"a": 1})),
-    ({"type": "tool", "tool": "t"}, ToolCall("t", {})),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"type": "reply", "text": "好"}, Reply("好")),
+        ({"type": "wait", "seconds": 30, "reason": "r"}, Wait(30.0, "r")),
+        ({"type": "observe"}, Observe("")),
+        ({"type": "expire", "reason": "late"}, Expire("late")),
+        ({"type": "tool", "tool": "t", "args": {"a": 1}}, ToolCall("t", {"a": 1})),
+        ({"type": "tool", "name": "t", "arguments": '{"a": 1}'}, ToolCall("t", {"a": 1})),
+        ({"type": "tool", "tool": "t"}, ToolCall("t", {})),
+    ],
+)
 def test_well_formed_actions(raw: object, expected: object) -> None:
     assert parse_action(raw) == expected
 
 
-@pytest.mark.parametrize(("raw", "words"), [
-    ({"type": "reply", "text": "  "}, "non-empty"),
-    ({"type": "wait"}, "seconds"),
-    ({"type": "wait", "seconds": True}, "seconds"),
-    ({"type": "tool", "args": {}}, "name of a tool"),
-    ({"type": "tool", "tool": "t", "args": [1]}, "JSON object"),
-    ({"type": "fly"}, "unknown action type"),
-    ("reply", "expected an action object"),
-])
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ({"type": "reply", "text": "  "}, "non-empty"),
+        ({"type": "wait"}, "seconds"),
+        ({"type": "wait", "seconds": True}, "seconds"),
+        ({"type": "tool", "args": {}}, "name of a tool"),
+        ({"type": "tool", "tool": "t", "args": [1]}, "JSON object"),
+        ({"type": "fly"}, "unknown action type"),
+        ("reply", "expected an action object"),
+    ],
+)
 def test_malformed_actions_say_why(raw: object, words: str) -> None:
     parsed = parse_action(raw)
     assert isinstance(parsed, Malformed)
@@ -94,8 +100,11 @@ async def test_episode_steps_become_chat_messages_with_paired_tool_calls() -> No
     tools = ToolRegistry()
     tools.register(ToolSpec(name="echo", description="Echo.", execute=lambda a, c: "pong"))
     episode = Episode.start(id="e", chat_id="group:1", now=clock.now(), max_steps=5, time_limit=60)
-    script: list[object] = [ToolCall("echo", {"x": 1}, call_id="abc"), {"type": "nonsense"},
-                            Wait(30, "later")]
+    script: list[object] = [
+        ToolCall("echo", {"x": 1}, call_id="abc"),
+        {"type": "nonsense"},
+        Wait(30, "later"),
+    ]
     waiting = await run_episode(episode, ScriptedReasoner(script), tools, clock=clock, settings=settings)
     clock.advance(30)
     resumed = resume(waiting.episode, [Observation("thread", True, "alice: 我回来了")], clock.now())

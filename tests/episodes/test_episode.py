@@ -32,17 +32,22 @@ def test_terminal_states_have_no_way_out() -> None:
     assert set(TRANSITIONS) == set(EpisodeStatus)
 
 
-@pytest.mark.parametrize(("start", "target"), [
-    (EpisodeStatus.PENDING, EpisodeStatus.DONE),
-    (EpisodeStatus.PENDING, EpisodeStatus.WAITING),
-    (EpisodeStatus.WAITING, EpisodeStatus.THINKING),
-    (EpisodeStatus.DONE, EpisodeStatus.THINKING),
-    (EpisodeStatus.FAILED, EpisodeStatus.PENDING),
-    (EpisodeStatus.ACTING, EpisodeStatus.DONE),
-])
-def test_illegal_transitions_raise(start: EpisodeStatus, target: EpisodeStatus,
-                                   clock: ManualClock, settings: EpisodeSettings) -> None:
+@pytest.mark.parametrize(
+    ("start", "target"),
+    [
+        (EpisodeStatus.PENDING, EpisodeStatus.DONE),
+        (EpisodeStatus.PENDING, EpisodeStatus.WAITING),
+        (EpisodeStatus.WAITING, EpisodeStatus.THINKING),
+        (EpisodeStatus.DONE, EpisodeStatus.THINKING),
+        (EpisodeStatus.FAILED, EpisodeStatus.PENDING),
+        (EpisodeStatus.ACTING, EpisodeStatus.DONE),
+    ],
+)
+def test_illegal_transitions_raise(
+    start: EpisodeStatus, target: EpisodeStatus, clock: ManualClock, settings: EpisodeSettings
+) -> None:
     from dataclasses import replace
+
     episode = replace(new_episode(clock, settings), status=start)
     with pytest.raises(IllegalTransition) as info:
         episode.transition(target, clock.now())
@@ -64,29 +69,43 @@ def test_start_refuses_nonsense_limits(clock: ManualClock) -> None:
 
 
 @pytest.mark.asyncio
-async def test_record_round_trips_through_json(clock: ManualClock, settings: EpisodeSettings,
-                                               tools: ToolRegistry) -> None:
-    script: list[object] = [ToolCall("lookup", {"word": "灰风"}, call_id="c1"), {"type": "bogus"},
-                            Wait(30, "等他们说完")]
-    outcome = await run_episode(new_episode(clock, settings), ScriptedReasoner(script), tools, clock=clock,
-                                settings=settings)
+async def test_record_round_trips_through_json(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
+    script: list[object] = [
+        ToolCall("lookup", {"word": "灰风"}, call_id="c1"),
+        {"type": "bogus"},
+        Wait(30, "等他们说完"),
+    ]
+    outcome = await run_episode(
+        new_episode(clock, settings), ScriptedReasoner(script), tools, clock=clock, settings=settings
+    )
     assert outcome.kind is OutcomeKind.WAITING
     record = json.loads(json.dumps(outcome.episode.to_record(), ensure_ascii=False))
     restored = Episode.from_record(record)
     assert restored == outcome.episode
     assert isinstance(restored.steps[1].action, Malformed)
-    assert record["steps"][0]["action"] == {"type": "tool", "tool": "lookup", "args": {"word": "灰风"},
-                                            "call_id": "c1"}
+    assert record["steps"][0]["action"] == {
+        "type": "tool",
+        "tool": "lookup",
+        "args": {"word": "灰风"},
+        "call_id": "c1",
+    }
     assert record["status"] == "waiting"
     assert record["wait_until"] == clock.now() + 30
 
 
 @pytest.mark.asyncio
-async def test_record_explains_the_decision(clock: ManualClock, settings: EpisodeSettings,
-                                            tools: ToolRegistry) -> None:
-    outcome = await run_episode(new_episode(clock, settings),
-                                ScriptedReasoner([ToolCall("lookup", {"word": "月亮"}), Reply("是月亮")]),
-                                tools, clock=clock, settings=settings)
+async def test_record_explains_the_decision(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
+    outcome = await run_episode(
+        new_episode(clock, settings),
+        ScriptedReasoner([ToolCall("lookup", {"word": "月亮"}), Reply("是月亮")]),
+        tools,
+        clock=clock,
+        settings=settings,
+    )
     record = outcome.episode.to_record()
     assert record["reason"] == "replied"
     assert [s["action"]["type"] for s in record["steps"]] == ["tool", "reply"]

@@ -28,16 +28,32 @@ from runtime.tools import ToolRegistry, ToolSpec
 START = 1_700_000_000.0
 
 
-def said(clock: ManualClock, text: str, n: int, *, addressed: bool = False, reply_to: str | None = None,
-         sender: str = "alice") -> ChatMessage:
-    return ChatMessage(message_id=f"m{n}", chat_kind=ChatKind.GROUP, chat_ident="1", sender_id=sender,
-                       sender_name=sender, time=clock.now(), text=text, addressed=addressed,
-                       reply_to=reply_to)
+def said(
+    clock: ManualClock,
+    text: str,
+    n: int,
+    *,
+    addressed: bool = False,
+    reply_to: str | None = None,
+    sender: str = "alice",
+) -> ChatMessage:
+    return ChatMessage(
+        message_id=f"m{n}",
+        chat_kind=ChatKind.GROUP,
+        chat_ident="1",
+        sender_id=sender,
+        sender_name=sender,
+        time=clock.now(),
+        text=text,
+        addressed=addressed,
+        reply_to=reply_to,
+    )
 
 
 @pytest.mark.asyncio
-async def test_wait_then_reactivation_through_kernel_due(settings: EpisodeSettings,
-                                                         tools: ToolRegistry) -> None:
+async def test_wait_then_reactivation_through_kernel_due(
+    settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     clock = ManualClock(START)
     kernel = Kernel(now=START)
     room = WaitingRoom(kernel, settings)
@@ -45,11 +61,19 @@ async def test_wait_then_reactivation_through_kernel_due(settings: EpisodeSettin
     first = kernel.ingest(said(clock, "灰风，等我拿下外卖再聊", 1, addressed=True))
     assert first.action == "act_now"
     kernel.begin(first.event.id, clock.now())
-    episode = Episode.start(id="ep-1", chat_id=first.event.chat_id, now=clock.now(),
-                            max_steps=settings.max_steps, time_limit=settings.time_limit,
-                            event_id=first.event.id, thread_id=first.thread.thread.id, user_id="alice")
-    waiting = await run_episode(episode, ScriptedReasoner([Wait(900, "等她拿外卖回来")]), tools,
-                                clock=clock, settings=settings)
+    episode = Episode.start(
+        id="ep-1",
+        chat_id=first.event.chat_id,
+        now=clock.now(),
+        max_steps=settings.max_steps,
+        time_limit=settings.time_limit,
+        event_id=first.event.id,
+        thread_id=first.thread.thread.id,
+        user_id="alice",
+    )
+    waiting = await run_episode(
+        episode, ScriptedReasoner([Wait(900, "等她拿外卖回来")]), tools, clock=clock, settings=settings
+    )
     assert waiting.kind is OutcomeKind.WAITING
     kernel.finish(first.event.id, clock.now(), EventState.SKIPPED, reason="waiting")
     resume_id = room.park(waiting.episode, clock.now(), forced=True)
@@ -66,7 +90,7 @@ async def test_wait_then_reactivation_through_kernel_due(settings: EpisodeSettin
     clock.advance(settings.wake_delay)
     ready = [a for a in kernel.due(clock.now()) if a.outcome is ActivationOutcome.READY]
     resumed_activation = next(a for a in ready if a.event.kind == RESUME_KIND)
-    assert resumed_activation.event.id != resume_id   # rescheduled earlier, the first one cancelled
+    assert resumed_activation.event.id != resume_id  # rescheduled earlier, the first one cancelled
     assert kernel.events.require(resume_id).state is EventState.SKIPPED
 
     kernel.begin(resumed_activation.event.id, clock.now())
@@ -89,10 +113,12 @@ async def test_an_unwoken_wait_falls_due_at_until(settings: EpisodeSettings, too
     clock = ManualClock(START)
     kernel = Kernel(now=START)
     room = WaitingRoom(kernel, settings)
-    episode = Episode.start(id="ep-2", chat_id="group:1", now=clock.now(), max_steps=3, time_limit=30,
-                            thread_id="th-x")
-    waiting = await run_episode(episode, ScriptedReasoner([Wait(300, "check back")]), tools, clock=clock,
-                                settings=settings)
+    episode = Episode.start(
+        id="ep-2", chat_id="group:1", now=clock.now(), max_steps=3, time_limit=30, thread_id="th-x"
+    )
+    waiting = await run_episode(
+        episode, ScriptedReasoner([Wait(300, "check back")]), tools, clock=clock, settings=settings
+    )
     room.park(waiting.episode, clock.now())
     clock.advance(299)
     assert kernel.due(clock.now()) == []

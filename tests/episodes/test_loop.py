@@ -28,17 +28,20 @@ from runtime.tools import ToolContext, ToolRegistry, ToolSpec
 from tests.episodes.conftest import new_episode
 
 
-async def run(script: list[object], clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry,
-              **kw: object):  # type: ignore[no-untyped-def]
+async def run(
+    script: list[object], clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, **kw: object
+):  # type: ignore[no-untyped-def]
     reasoner = ScriptedReasoner(script)
-    outcome = await run_episode(new_episode(clock, settings), reasoner, tools, clock=clock,
-                                settings=settings, **kw)  # type: ignore[arg-type]
+    outcome = await run_episode(
+        new_episode(clock, settings), reasoner, tools, clock=clock, settings=settings, **kw
+    )  # type: ignore[arg-type]
     return outcome, reasoner
 
 
 @pytest.mark.asyncio
-async def test_reply_ends_the_episode_done(clock: ManualClock, settings: EpisodeSettings,
-                                           tools: ToolRegistry) -> None:
+async def test_reply_ends_the_episode_done(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     outcome, _ = await run([Reply("在的")], clock, settings, tools)
     assert outcome.kind is OutcomeKind.REPLIED
     assert outcome.reply == "在的"
@@ -59,8 +62,9 @@ async def test_observe_and_expire(clock: ManualClock, settings: EpisodeSettings,
 
 
 @pytest.mark.asyncio
-async def test_wait_returns_waiting_with_until(clock: ManualClock, settings: EpisodeSettings,
-                                               tools: ToolRegistry) -> None:
+async def test_wait_returns_waiting_with_until(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     outcome, _ = await run([Wait(120, "let them finish")], clock, settings, tools)
     assert outcome.kind is OutcomeKind.WAITING
     assert outcome.until == clock.now() + 120
@@ -69,8 +73,9 @@ async def test_wait_returns_waiting_with_until(clock: ManualClock, settings: Epi
 
 
 @pytest.mark.asyncio
-async def test_tool_result_is_observed_then_reply(clock: ManualClock, settings: EpisodeSettings,
-                                                  tools: ToolRegistry) -> None:
+async def test_tool_result_is_observed_then_reply(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     def answer(episode: Episode, visible: Sequence[ToolSpec]) -> object:
         observation = episode.steps[-1].observation
         assert observation is not None
@@ -86,8 +91,9 @@ async def test_tool_result_is_observed_then_reply(clock: ManualClock, settings: 
 
 
 @pytest.mark.asyncio
-async def test_step_limit_is_its_own_outcome(clock: ManualClock, settings: EpisodeSettings,
-                                             tools: ToolRegistry) -> None:
+async def test_step_limit_is_its_own_outcome(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     words = ["a", "b", "c", "d", "e", "f", "g"]
     script: list[object] = [ToolCall("lookup", {"word": w}) for w in words]
     outcome, reasoner = await run(script, clock, settings, tools)
@@ -128,8 +134,9 @@ async def test_reasoner_that_hangs_is_cut_at_the_deadline(clock: ManualClock, to
 
 
 @pytest.mark.asyncio
-async def test_tool_timeout_becomes_an_observation(clock: ManualClock, settings: EpisodeSettings,
-                                                   tools: ToolRegistry) -> None:
+async def test_tool_timeout_becomes_an_observation(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     async def hang(args: object, ctx: ToolContext) -> str:
         await anyio.sleep(30)
         return "never"
@@ -144,8 +151,9 @@ async def test_tool_timeout_becomes_an_observation(clock: ManualClock, settings:
 
 
 @pytest.mark.asyncio
-async def test_repeated_identical_call_stops_the_loop(clock: ManualClock, settings: EpisodeSettings,
-                                                      tools: ToolRegistry) -> None:
+async def test_repeated_identical_call_stops_the_loop(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     call = {"type": "tool", "tool": "lookup", "args": {"word": "月亮"}}
     outcome, reasoner = await run([call, dict(call), Reply("x")], clock, settings, tools)
     assert outcome.kind is OutcomeKind.FAILED
@@ -156,19 +164,28 @@ async def test_repeated_identical_call_stops_the_loop(clock: ManualClock, settin
 
 
 @pytest.mark.asyncio
-async def test_same_tool_with_other_arguments_is_not_a_repeat(clock: ManualClock, settings: EpisodeSettings,
-                                                              tools: ToolRegistry) -> None:
-    script: list[object] = [ToolCall("lookup", {"word": "月亮"}), ToolCall("lookup", {"word": "灰风"}),
-                            Reply("ok")]
+async def test_same_tool_with_other_arguments_is_not_a_repeat(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
+    script: list[object] = [
+        ToolCall("lookup", {"word": "月亮"}),
+        ToolCall("lookup", {"word": "灰风"}),
+        Reply("ok"),
+    ]
     outcome, _ = await run(script, clock, settings, tools)
     assert outcome.kind is OutcomeKind.REPLIED
 
 
 @pytest.mark.asyncio
 async def test_unknown_tool_is_a_failure_observation_the_model_can_recover_from(
-        clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry) -> None:
-    outcome, reasoner = await run([ToolCall("lookupp", {"word": "x"}), ToolCall("lookup", {"word": "月亮"}),
-                                   Reply("好")], clock, settings, tools)
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
+    outcome, reasoner = await run(
+        [ToolCall("lookupp", {"word": "x"}), ToolCall("lookup", {"word": "月亮"}), Reply("好")],
+        clock,
+        settings,
+        tools,
+    )
     assert outcome.kind is OutcomeKind.REPLIED
     failed = outcome.episode.steps[0].observation
     assert failed is not None
@@ -179,8 +196,9 @@ async def test_unknown_tool_is_a_failure_observation_the_model_can_recover_from(
 
 
 @pytest.mark.asyncio
-async def test_consecutive_failures_end_the_episode(clock: ManualClock, settings: EpisodeSettings,
-                                                    tools: ToolRegistry) -> None:
+async def test_consecutive_failures_end_the_episode(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     script: list[object] = [ToolCall("nope", {"n": 1}), {"type": "dance"}, ToolCall("lookup", {}), Reply("x")]
     outcome, reasoner = await run(script, clock, settings, tools)
     assert outcome.kind is OutcomeKind.FAILED
@@ -192,20 +210,37 @@ async def test_consecutive_failures_end_the_episode(clock: ManualClock, settings
 
 
 @pytest.mark.asyncio
-async def test_a_success_resets_the_failure_count(clock: ManualClock, settings: EpisodeSettings,
-                                                  tools: ToolRegistry) -> None:
-    script: list[object] = [ToolCall("nope", {}), ToolCall("nope", {"n": 2}),
-                            ToolCall("lookup", {"word": "a"}),
-                            ToolCall("nope", {"n": 3}), ToolCall("nope", {"n": 4}), Reply("ok")]
+async def test_a_success_resets_the_failure_count(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
+    script: list[object] = [
+        ToolCall("nope", {}),
+        ToolCall("nope", {"n": 2}),
+        ToolCall("lookup", {"word": "a"}),
+        ToolCall("nope", {"n": 3}),
+        ToolCall("nope", {"n": 4}),
+        Reply("ok"),
+    ]
     outcome, _ = await run(script, clock, settings, tools)
     assert outcome.kind is OutcomeKind.REPLIED
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("garbage", [None, 42, "reply", {"type": "reply"}, {"type": "wait", "seconds": -1},
-                                     {"type": "tool", "tool": "lookup", "args": "{broken"}, [1, 2]])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        None,
+        42,
+        "reply",
+        {"type": "reply"},
+        {"type": "wait", "seconds": -1},
+        {"type": "tool", "tool": "lookup", "args": "{broken"},
+        [1, 2],
+    ],
+)
 async def test_garbage_from_the_reasoner_ends_failed_with_the_reason(
-        garbage: object, clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry) -> None:
+    garbage: object, clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     outcome, _ = await run([garbage, garbage, garbage, Reply("x")], clock, settings, tools)
     assert outcome.kind is OutcomeKind.FAILED
     assert "malformed_action" in outcome.reason
@@ -213,8 +248,9 @@ async def test_garbage_from_the_reasoner_ends_failed_with_the_reason(
 
 
 @pytest.mark.asyncio
-async def test_reasoner_that_raises_fails_the_episode(clock: ManualClock, settings: EpisodeSettings,
-                                                      tools: ToolRegistry) -> None:
+async def test_reasoner_that_raises_fails_the_episode(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     def explode(episode: Episode, visible: Sequence[ToolSpec]) -> object:
         raise ConnectionError("model endpoint down")
 
@@ -225,8 +261,9 @@ async def test_reasoner_that_raises_fails_the_episode(clock: ManualClock, settin
 
 
 @pytest.mark.asyncio
-async def test_wait_out_of_range_or_too_often_is_refused(clock: ManualClock, settings: EpisodeSettings,
-                                                         tools: ToolRegistry) -> None:
+async def test_wait_out_of_range_or_too_often_is_refused(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     outcome, _ = await run([Wait(1, "too short"), Reply("ok")], clock, settings, tools)
     assert outcome.kind is OutcomeKind.REPLIED
     refusal = outcome.episode.steps[0].observation
@@ -245,9 +282,17 @@ async def test_wait_out_of_range_or_too_often_is_refused(clock: ManualClock, set
 
 @pytest.mark.asyncio
 async def test_permissions_limit_what_the_reasoner_sees_and_calls(
-        clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry) -> None:
-    tools.register(ToolSpec(name="kick", description="Kick someone.", permissions=frozenset({"admin"}),
-                            side_effect=True, execute=lambda a, c: "kicked"))
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
+    tools.register(
+        ToolSpec(
+            name="kick",
+            description="Kick someone.",
+            permissions=frozenset({"admin"}),
+            side_effect=True,
+            execute=lambda a, c: "kicked",
+        )
+    )
     seen: list[list[str]] = []
 
     def look(episode: Episode, visible: Sequence[ToolSpec]) -> object:
@@ -265,8 +310,9 @@ async def test_permissions_limit_what_the_reasoner_sees_and_calls(
 
 
 @pytest.mark.asyncio
-async def test_ten_megabyte_tool_result_is_truncated_in_the_record(clock: ManualClock,
-                                                                   settings: EpisodeSettings) -> None:
+async def test_ten_megabyte_tool_result_is_truncated_in_the_record(
+    clock: ManualClock, settings: EpisodeSettings
+) -> None:
     big = ToolRegistry(max_result_chars=2_000)
     big.register(ToolSpec(name="dump", description="Dump.", execute=lambda a, c: "数" * 10_000_000))
     outcome, _ = await run([ToolCall("dump", {}), Reply("太长了")], clock, settings, big)
@@ -278,17 +324,20 @@ async def test_ten_megabyte_tool_result_is_truncated_in_the_record(clock: Manual
 
 
 @pytest.mark.asyncio
-async def test_only_pending_episodes_run(clock: ManualClock, settings: EpisodeSettings,
-                                         tools: ToolRegistry) -> None:
+async def test_only_pending_episodes_run(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     outcome, _ = await run([Reply("hi")], clock, settings, tools)
     with pytest.raises(IllegalTransition):
-        await run_episode(outcome.episode, ScriptedReasoner([Reply("again")]), tools, clock=clock,
-                          settings=settings)
+        await run_episode(
+            outcome.episode, ScriptedReasoner([Reply("again")]), tools, clock=clock, settings=settings
+        )
 
 
 @pytest.mark.asyncio
-async def test_steps_record_timings(clock: ManualClock, settings: EpisodeSettings,
-                                    tools: ToolRegistry) -> None:
+async def test_steps_record_timings(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     def think(episode: Episode, visible: Sequence[ToolSpec]) -> object:
         clock.advance(2)
         return ToolCall("lookup", {"word": "灰风"})
@@ -309,8 +358,13 @@ async def test_a_tool_cannot_outlive_the_run(clock: ManualClock) -> None:
     tools.register(ToolSpec(name="slow", description="Slow.", execute=slow))
     quick = EpisodeSettings(time_limit=0.1)
     with anyio.fail_after(5):
-        outcome = await run_episode(new_episode(clock, quick), ScriptedReasoner([ToolCall("slow", {})]),
-                                    tools, clock=clock, settings=quick)
+        outcome = await run_episode(
+            new_episode(clock, quick),
+            ScriptedReasoner([ToolCall("slow", {})]),
+            tools,
+            clock=clock,
+            settings=quick,
+        )
     assert outcome.kind is OutcomeKind.DEADLINE
     assert outcome.episode.status is EpisodeStatus.EXPIRED
     assert "slow was still running" in outcome.reason

@@ -29,18 +29,26 @@ EXPECTED_STATUS = {
     OutcomeKind.FAILED: EpisodeStatus.FAILED,
 }
 
-garbage = st.one_of(st.none(), st.integers(), st.text(max_size=5),
-                    st.dictionaries(st.sampled_from(["type", "text", "seconds", "tool", "args"]),
-                                    st.one_of(st.text(max_size=5), st.integers(-5, 100), st.none()),
-                                    max_size=3))
+garbage = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(max_size=5),
+    st.dictionaries(
+        st.sampled_from(["type", "text", "seconds", "tool", "args"]),
+        st.one_of(st.text(max_size=5), st.integers(-5, 100), st.none()),
+        max_size=3,
+    ),
+)
 actions = st.one_of(
     st.builds(lambda t: {"type": "reply", "text": t}, st.text(max_size=5)),
     st.builds(lambda s: {"type": "wait", "seconds": s, "reason": "r"}, st.integers(-10, 5_000)),
     st.just({"type": "observe"}),
     st.just({"type": "expire"}),
-    st.builds(lambda n, a: {"type": "tool", "tool": n, "args": a},
-              st.sampled_from(["echo", "boom", "missing", "admin_only"]),
-              st.dictionaries(st.sampled_from(["x", "y"]), st.integers(0, 2), max_size=2)),
+    st.builds(
+        lambda n, a: {"type": "tool", "tool": n, "args": a},
+        st.sampled_from(["echo", "boom", "missing", "admin_only"]),
+        st.dictionaries(st.sampled_from(["x", "y"]), st.integers(0, 2), max_size=2),
+    ),
     garbage,
 )
 
@@ -53,19 +61,27 @@ def registry() -> ToolRegistry:
         raise ValueError("no")
 
     tools.register(ToolSpec(name="boom", description="Boom.", execute=boom))
-    tools.register(ToolSpec(name="admin_only", description="Admin.", permissions=frozenset({"admin"}),
-                            execute=lambda a, c: "ok"))
+    tools.register(
+        ToolSpec(
+            name="admin_only",
+            description="Admin.",
+            permissions=frozenset({"admin"}),
+            execute=lambda a, c: "ok",
+        )
+    )
     return tools
 
 
 @settings(max_examples=200, deadline=None)
 @given(script=st.lists(actions, max_size=12))
 def test_any_script_ends_clearly(script: list[object]) -> None:
-    limits = EpisodeSettings(max_steps=5, time_limit=60, max_consecutive_failures=3, min_wait=5,
-                             max_wait=3_600, max_waits=1)
+    limits = EpisodeSettings(
+        max_steps=5, time_limit=60, max_consecutive_failures=3, min_wait=5, max_wait=3_600, max_waits=1
+    )
     clock = ManualClock(1_000.0)
-    episode = Episode.start(id="ep", chat_id="group:1", now=clock.now(), max_steps=limits.max_steps,
-                            time_limit=limits.time_limit)
+    episode = Episode.start(
+        id="ep", chat_id="group:1", now=clock.now(), max_steps=limits.max_steps, time_limit=limits.time_limit
+    )
 
     async def go() -> object:
         return await run_episode(episode, ScriptedReasoner(script), registry(), clock=clock, settings=limits)

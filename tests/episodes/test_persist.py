@@ -33,11 +33,13 @@ async def store() -> AsyncIterator[MemoryStore]:
 
 
 @pytest.mark.asyncio
-async def test_waiting_episode_survives_the_store(store: MemoryStore, clock: ManualClock,
-                                                  settings: EpisodeSettings, tools: ToolRegistry) -> None:
+async def test_waiting_episode_survives_the_store(
+    store: MemoryStore, clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     script: list[object] = [ToolCall("lookup", {"word": "灰风"}), ToolCall("nope", {}), Wait(60, "等等")]
-    outcome = await run_episode(new_episode(clock, settings), ScriptedReasoner(script), tools, clock=clock,
-                                settings=settings)
+    outcome = await run_episode(
+        new_episode(clock, settings), ScriptedReasoner(script), tools, clock=clock, settings=settings
+    )
     assert outcome.kind is OutcomeKind.WAITING
     await store.save_episode(to_store_record(outcome.episode, session_id="s-1"))
     for call in tool_call_records(outcome.episode):
@@ -55,10 +57,12 @@ async def test_waiting_episode_survives_the_store(store: MemoryStore, clock: Man
 
 
 @pytest.mark.asyncio
-async def test_finished_episode_has_its_end(clock: ManualClock, settings: EpisodeSettings,
-                                            tools: ToolRegistry) -> None:
-    outcome = await run_episode(new_episode(clock, settings), ScriptedReasoner([Reply("好")]), tools,
-                                clock=clock, settings=settings)
+async def test_finished_episode_has_its_end(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
+    outcome = await run_episode(
+        new_episode(clock, settings), ScriptedReasoner([Reply("好")]), tools, clock=clock, settings=settings
+    )
     record = to_store_record(outcome.episode)
     assert (record.state, record.outcome, record.ended_at) == ("done", "replied", clock.now())
 
@@ -69,14 +73,15 @@ def test_foreign_records_are_refused() -> None:
 
 
 @pytest.mark.asyncio
-async def test_what_a_waiting_episode_heard_survives_the_store(store: MemoryStore, clock: ManualClock,
-                                                                settings: EpisodeSettings,
-                                                                tools: ToolRegistry) -> None:
+async def test_what_a_waiting_episode_heard_survives_the_store(
+    store: MemoryStore, clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry
+) -> None:
     from runtime.episodes import Heard
 
     episode = new_episode(clock, settings, heard=(Heard("m1", "42"),))
-    outcome = await run_episode(episode, ScriptedReasoner([Wait(60, "等等")]), tools, clock=clock,
-                                settings=settings)
+    outcome = await run_episode(
+        episode, ScriptedReasoner([Wait(60, "等等")]), tools, clock=clock, settings=settings
+    )
     await store.save_episode(to_store_record(outcome.episode))
     stored = await store.get_episode("ep-1")
     assert stored is not None

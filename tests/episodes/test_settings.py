@@ -10,12 +10,20 @@ from runtime.tools import ToolContext, ToolSpec
 
 
 def test_defaults_and_conversion() -> None:
-    config = parse_config({"episodes": {"max_steps": 4, "deadline_ms": 30_000, "wake_delay_ms": 2_500,
-                                        "tool_timeout_ms": 1_500, "tool_result_max_chars": 500}})
+    config = parse_config(
+        {
+            "episodes": {
+                "max_steps": 4,
+                "deadline_ms": 30_000,
+                "wake_delay_ms": 2_500,
+                "tool_timeout_ms": 1_500,
+                "tool_result_max_chars": 500,
+            }
+        }
+    )
     settings = EpisodeSettings.from_config(config.episodes)
     assert (settings.max_steps, settings.time_limit, settings.wake_delay) == (4, 30.0, 2.5)
     assert EpisodeSettings.from_config(parse_config({}).episodes) == EpisodeSettings()
-
 
 
 @pytest.mark.asyncio
@@ -28,11 +36,14 @@ async def test_tool_registry_takes_the_configured_cap() -> None:
     assert result.content.startswith("字" * 500 + "\n[truncated: showing 500 of 1000")
 
 
-@pytest.mark.parametrize(("section", "key"), [
-    ({"max_steps": 0}, "episodes.max_steps"),
-    ({"min_wait_ms": 10_000, "max_wait_ms": 5_000}, "episodes"),
-    ({"retries": 3}, "episodes.retries"),
-])
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        ({"max_steps": 0}, "episodes.max_steps"),
+        ({"min_wait_ms": 10_000, "max_wait_ms": 5_000}, "episodes"),
+        ({"retries": 3}, "episodes.retries"),
+    ],
+)
 def test_bad_values_are_refused_naming_the_key(section: dict[str, object], key: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"episodes": section})

@@ -36,24 +36,39 @@ def sink() -> SchedulerSink:
     return SchedulerSink(store, ActivationScheduler(store))
 
 
-def message(clock: ManualClock, text: str, *, sender: str = "7", from_self: bool = False,
-            group: str = "1") -> ChatMessage:
-    return ChatMessage(message_id=f"m{clock.now()}", chat_kind=ChatKind.GROUP, chat_ident=group,
-                       sender_id=sender, sender_name=f"u{sender}", time=clock.now(), text=text,
-                       from_self=from_self)
+def message(
+    clock: ManualClock, text: str, *, sender: str = "7", from_self: bool = False, group: str = "1"
+) -> ChatMessage:
+    return ChatMessage(
+        message_id=f"m{clock.now()}",
+        chat_kind=ChatKind.GROUP,
+        chat_ident=group,
+        sender_id=sender,
+        sender_name=f"u{sender}",
+        time=clock.now(),
+        text=text,
+        from_self=from_self,
+    )
 
 
-async def waiting_episode(clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry,
-                          seconds: float = 600) -> Episode:
-    outcome = await run_episode(new_episode(clock, settings), ScriptedReasoner([Wait(seconds, "等他回来")]),
-                                tools, clock=clock, settings=settings)
+async def waiting_episode(
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, seconds: float = 600
+) -> Episode:
+    outcome = await run_episode(
+        new_episode(clock, settings),
+        ScriptedReasoner([Wait(seconds, "等他回来")]),
+        tools,
+        clock=clock,
+        settings=settings,
+    )
     assert outcome.kind is OutcomeKind.WAITING
     return outcome.episode
 
 
 @pytest.mark.asyncio
 async def test_wait_falls_due_and_resumes_with_the_thread_news(
-        clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink) -> None:
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+) -> None:
     quiet = EpisodeSettings(**{**_fields(settings), "wake_on_thread_message": False})
     room = WaitingRoom(sink, quiet)
     episode = await waiting_episode(clock, quiet, tools)
@@ -62,10 +77,10 @@ async def test_wait_falls_due_and_resumes_with_the_thread_news(
     clock.advance(60)
     room.note_message(message(clock, "我回来了"), "th-1", clock.now())
     room.note_message(message(clock, "(bot echo)", from_self=True), "th-1", clock.now())
-    assert sink.scheduler.due(clock.now()) == []        # not woken early: the setting is off
+    assert sink.scheduler.due(clock.now()) == []  # not woken early: the setting is off
 
     clock.advance(539)
-    assert sink.scheduler.due(clock.now()) == []        # one second early: still nothing
+    assert sink.scheduler.due(clock.now()) == []  # one second early: still nothing
     clock.advance(1)
     (event,) = sink.scheduler.due(clock.now())
     assert event.id == event_id
@@ -92,7 +107,8 @@ async def test_wait_falls_due_and_resumes_with_the_thread_news(
 
 @pytest.mark.asyncio
 async def test_thread_message_wakes_it_early_once_per_burst(
-        clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink) -> None:
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+) -> None:
     room = WaitingRoom(sink, settings)
     episode = await waiting_episode(clock, settings, tools)
     first = room.park(episode, clock.now())
@@ -118,7 +134,8 @@ async def test_thread_message_wakes_it_early_once_per_burst(
 
 @pytest.mark.asyncio
 async def test_other_threads_and_chats_do_not_wake_it(
-        clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink) -> None:
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+) -> None:
     room = WaitingRoom(sink, settings)
     room.park(await waiting_episode(clock, settings, tools), clock.now())
     clock.advance(5)
@@ -129,7 +146,8 @@ async def test_other_threads_and_chats_do_not_wake_it(
 
 @pytest.mark.asyncio
 async def test_resume_without_news_says_so(
-        clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink) -> None:
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+) -> None:
     room = WaitingRoom(sink, settings)
     room.park(await waiting_episode(clock, settings, tools, seconds=30), clock.now())
     clock.advance(30)
@@ -143,7 +161,8 @@ async def test_resume_without_news_says_so(
 
 @pytest.mark.asyncio
 async def test_a_late_resumption_expires_the_episode(
-        clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink) -> None:
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+) -> None:
     room = WaitingRoom(sink, settings)
     room.park(await waiting_episode(clock, settings, tools, seconds=30), clock.now())
     clock.advance(30 + settings.resume_grace + 1)
@@ -157,7 +176,8 @@ async def test_a_late_resumption_expires_the_episode(
 
 @pytest.mark.asyncio
 async def test_parked_episode_survives_a_restart_via_its_record(
-        clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink) -> None:
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+) -> None:
     room = WaitingRoom(sink, settings)
     episode = await waiting_episode(clock, settings, tools)
     event_id = room.park(episode, clock.now())
@@ -172,8 +192,9 @@ async def test_parked_episode_survives_a_restart_via_its_record(
     assert resumed.steps[0].action == Wait(600.0, "等他回来")
 
 
-def test_only_waiting_episodes_can_be_parked(clock: ManualClock, settings: EpisodeSettings,
-                                             sink: SchedulerSink) -> None:
+def test_only_waiting_episodes_can_be_parked(
+    clock: ManualClock, settings: EpisodeSettings, sink: SchedulerSink
+) -> None:
     room = WaitingRoom(sink, settings)
     with pytest.raises(IllegalTransition):
         room.park(new_episode(clock, settings), clock.now())

@@ -58,13 +58,23 @@ def chats() -> ChatActivityLog:
 
 @pytest.fixture
 def life_settings() -> LifeSettings:
-    return LifeSettings(tick=30.0, recent_activity=3_600.0, max_proposals_per_tick=3, source_timeout=0.2,
-                        default_deadline=600.0)
+    return LifeSettings(
+        tick=30.0,
+        recent_activity=3_600.0,
+        max_proposals_per_tick=3,
+        source_timeout=0.2,
+        default_deadline=600.0,
+    )
 
 
 @pytest.fixture
-def director(registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock,
-             life_settings: LifeSettings) -> LifeDirector:
+def director(
+    registry: ExtensionRegistry,
+    sink: SchedulerSink,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    life_settings: LifeSettings,
+) -> LifeDirector:
     return LifeDirector(registry, sink, chats, clock=clock, settings=life_settings)
 
 
@@ -74,6 +84,13 @@ def plugin() -> Scope:
 
 
 def said(clock: ManualClock, chat: str = "1", text: str = "hi", *, from_self: bool = False) -> ChatMessage:
-    return ChatMessage(message_id=f"m{clock.now()}", chat_kind=ChatKind.GROUP, chat_ident=chat,
-                       sender_id="bot" if from_self else "7", sender_name="u", time=clock.now(), text=text,
-                       from_self=from_self)
+    return ChatMessage(
+        message_id=f"m{clock.now()}",
+        chat_kind=ChatKind.GROUP,
+        chat_ident=chat,
+        sender_id="bot" if from_self else "7",
+        sender_name="u",
+        time=clock.now(),
+        text=text,
+        from_self=from_self,
+    )

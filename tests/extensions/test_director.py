@@ -32,8 +32,12 @@ def greeter(chat: str = "group:1", **proposal: object) -> LifeSourceSpec:
 
 @pytest.mark.asyncio
 async def test_source_is_polled_on_its_interval(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, clock: ManualClock,
-        plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     polls: list[float] = []
 
     def poll(ctx: LifeContext) -> None:
@@ -48,8 +52,13 @@ async def test_source_is_polled_on_its_interval(
 
 @pytest.mark.asyncio
 async def test_a_live_chat_gets_an_activation_with_its_times(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, sink: SchedulerSink,
-        clock: ManualClock, plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    sink: SchedulerSink,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     chats.note(said(clock, "1"))
     clock.advance(600)
     registry.register_life_source(plugin, greeter(not_before=NOON + 900, priority=0.7))
@@ -67,8 +76,13 @@ async def test_a_live_chat_gets_an_activation_with_its_times(
 
 @pytest.mark.asyncio
 async def test_silence_is_not_activity(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, sink: SchedulerSink,
-        clock: ManualClock, plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    sink: SchedulerSink,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     registry.register_life_source(plugin, greeter())
     never = await director.tick()
     assert never.emitted == ()
@@ -92,8 +106,12 @@ async def test_silence_is_not_activity(
 
 @pytest.mark.asyncio
 async def test_active_chats_are_offered_to_sources(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, clock: ManualClock,
-        plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     seen: list[tuple[str, ...]] = []
     spec = LifeSourceSpec("peek", lambda ctx: seen.append(ctx.active_chats), 60)
     registry.register_life_source(plugin, spec)
@@ -105,10 +123,12 @@ async def test_active_chats_are_offered_to_sources(
     assert seen == [("group:2", "group:1")]
 
 
-@pytest.mark.parametrize(("hour", "quiet"), [(22, False), (23, True), (2, True), (7, True), (8, False),
-                                              (12, False)])
+@pytest.mark.parametrize(
+    ("hour", "quiet"), [(22, False), (23, True), (2, True), (7, True), (8, False), (12, False)]
+)
 def test_quiet_hours_wrap_midnight_in_the_configured_zone(
-        hour: int, quiet: bool, director: LifeDirector) -> None:
+    hour: int, quiet: bool, director: LifeDirector
+) -> None:
     # Asia/Shanghai is UTC+8 all year.
     when = datetime(2026, 11, 29, (hour - 8) % 24, 30, tzinfo=UTC).timestamp()
     assert director.quiet_at(when) is quiet
@@ -116,8 +136,12 @@ def test_quiet_hours_wrap_midnight_in_the_configured_zone(
 
 @pytest.mark.asyncio
 async def test_no_proactive_message_starts_in_quiet_hours(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, clock: ManualClock,
-        plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     chats.note(said(clock, "1"))
     # Noon now, but it wants to speak at 23:30 local.
     registry.register_life_source(plugin, greeter(not_before=NOON + 11.5 * 3_600))
@@ -136,7 +160,8 @@ def test_settings_from_config() -> None:
 
 @pytest.mark.asyncio
 async def test_no_quiet_hours_when_disabled(
-        registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock) -> None:
+    registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock
+) -> None:
     settings = LifeSettings(quiet_start=None, quiet_end=None)
     director = LifeDirector(registry, sink, chats, clock=clock, settings=settings)
     assert not director.quiet_at(datetime(2026, 11, 29, 18, 0, tzinfo=UTC).timestamp())
@@ -144,12 +169,17 @@ async def test_no_quiet_hours_when_disabled(
 
 @pytest.mark.asyncio
 async def test_emissions_per_tick_are_capped(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, clock: ManualClock,
-        plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     for n in range(5):
         chats.note(said(clock, str(n)))
-    registry.register_life_source(plugin, LifeSourceSpec(
-        "spam", lambda ctx: [Proposal(c, "hello") for c in ctx.active_chats], 60))
+    registry.register_life_source(
+        plugin, LifeSourceSpec("spam", lambda ctx: [Proposal(c, "hello") for c in ctx.active_chats], 60)
+    )
     report = await director.tick()
     assert len(report.emitted) == 3
     assert [r for _, r in report.suppressed] == ["tick_cap", "tick_cap"]
@@ -157,8 +187,12 @@ async def test_emissions_per_tick_are_capped(
 
 @pytest.mark.asyncio
 async def test_misbehaving_sources_stay_local(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, clock: ManualClock,
-        plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     async def hang(ctx: LifeContext) -> None:
         await anyio.sleep(30)
 
@@ -173,16 +207,24 @@ async def test_misbehaving_sources_stay_local(
     registry.register_life_source(plugin, greeter())
     with anyio.fail_after(5):
         report = await director.tick()
-    assert set(report.failed) == {"life_source:boom", "life_source:hang", "life_source:garbage",
-                                  "activity:walk"}
+    assert set(report.failed) == {
+        "life_source:boom",
+        "life_source:hang",
+        "life_source:garbage",
+        "activity:walk",
+    }
     assert len(report.emitted) == 1
     assert director.statistics().failures == 4
 
 
 @pytest.mark.asyncio
 async def test_async_sources_are_awaited(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, clock: ManualClock,
-        plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     async def poll(ctx: LifeContext) -> list[Proposal]:
         await anyio.lowlevel.checkpoint()
         return [Proposal("group:1", "async hello")]
@@ -192,8 +234,9 @@ async def test_async_sources_are_awaited(
     assert len((await director.tick()).emitted) == 1
 
 
-def test_allowed_rechecks_a_chat_at_fire_time(director: LifeDirector, chats: ChatActivityLog,
-                                              clock: ManualClock) -> None:
+def test_allowed_rechecks_a_chat_at_fire_time(
+    director: LifeDirector, chats: ChatActivityLog, clock: ManualClock
+) -> None:
     chats.note(said(clock, "1"))
     assert director.allowed("group:1", clock.now()).allowed
     assert not director.allowed("group:1", clock.now() + 3_601).allowed
@@ -202,8 +245,12 @@ def test_allowed_rechecks_a_chat_at_fire_time(director: LifeDirector, chats: Cha
 
 @pytest.mark.asyncio
 async def test_disabled_director_does_nothing(
-        registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock,
-        plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    sink: SchedulerSink,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     director = LifeDirector(registry, sink, chats, clock=clock, settings=LifeSettings(enabled=False))
     chats.note(said(clock, "1"))
     registry.register_life_source(plugin, greeter())
@@ -213,8 +260,12 @@ async def test_disabled_director_does_nothing(
 
 @pytest.mark.asyncio
 async def test_run_keeps_ticking_until_cancelled(
-        registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock,
-        plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    sink: SchedulerSink,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     polls: list[float] = []
     registry.register_life_source(plugin, LifeSourceSpec("count", lambda ctx: polls.append(ctx.now), 1))
     director = LifeDirector(registry, sink, chats, clock=clock, settings=LifeSettings(tick=0.01))
@@ -231,8 +282,13 @@ async def test_run_keeps_ticking_until_cancelled(
 
 @pytest.mark.asyncio
 async def test_a_source_withdrawn_while_it_runs_emits_nothing(
-        registry: ExtensionRegistry, director: LifeDirector, chats: ChatActivityLog, sink: SchedulerSink,
-        clock: ManualClock, plugin: Scope) -> None:
+    registry: ExtensionRegistry,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    sink: SchedulerSink,
+    clock: ManualClock,
+    plugin: Scope,
+) -> None:
     chats.note(said(clock, "1"))
     disposers: list[object] = []
 

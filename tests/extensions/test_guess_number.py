@@ -93,7 +93,8 @@ def binary_search(episode: Episode, tools: Sequence[ToolSpec]) -> object:
 
 @pytest.mark.asyncio
 async def test_a_scripted_persona_plays_a_round_through_the_registry(
-        clock: ManualClock, lexicon: DynamicLexicon) -> None:
+    clock: ManualClock, lexicon: DynamicLexicon
+) -> None:
     tools = ToolRegistry()
     registry = ExtensionRegistry(tools, clock=clock, lexicon=lexicon)
     plugin = Scope("games")
@@ -104,8 +105,14 @@ async def test_a_scripted_persona_plays_a_round_through_the_registry(
     assert registry.game_tools("guess_number") == names
     assert all(name in tools for name in names)
 
-    episode = Episode.start(id="ep-1", chat_id="group:1", now=clock.now(), max_steps=SETTINGS.max_steps,
-                            time_limit=SETTINGS.time_limit, user_id="42")
+    episode = Episode.start(
+        id="ep-1",
+        chat_id="group:1",
+        now=clock.now(),
+        max_steps=SETTINGS.max_steps,
+        time_limit=SETTINGS.time_limit,
+        user_id="42",
+    )
     script: list[object] = [ToolCall("guess_number_start", {"low": 1, "high": 100})] + [binary_search] * 11
     outcome = await run_episode(episode, ScriptedReasoner(script), tools, clock=clock, settings=SETTINGS)
 

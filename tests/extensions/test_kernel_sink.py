@@ -33,6 +33,7 @@ async def test_plugin_on_the_real_kernel(clock: ManualClock) -> None:
     director = LifeDirector(registry, kernel, chats, clock=clock, settings=LifeSettings())
     plugin = Scope("plugin")
     registry.register_game(plugin, GuessNumberGame().spec())
+
     def teaser(ctx: LifeContext) -> list[Proposal]:
         return [Proposal(c, "invite to a game", not_before=ctx.now + 60) for c in ctx.active_chats]
 

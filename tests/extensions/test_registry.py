@@ -44,8 +44,12 @@ def dice(seen: list[object] | None = None) -> GameSpec:
             seen.append(ctx)
         return min(ctx.args.sides, 4)
 
-    return GameSpec(name="dice", description="Dice", terms=("掷骰子",),
-                    tools=(GameTool("roll", "Roll a die.", roll, args_model=RollArgs),))
+    return GameSpec(
+        name="dice",
+        description="Dice",
+        terms=("掷骰子",),
+        tools=(GameTool("roll", "Roll a die.", roll, args_model=RollArgs),),
+    )
 
 
 def reading(ticks: list[float]) -> ActivitySpec:
@@ -53,21 +57,33 @@ def reading(ticks: list[float]) -> ActivitySpec:
         ticks.append(ctx.now)
         return [Proposal(chat_id=c, reason="finished a chapter") for c in ctx.active_chats]
 
-    return ActivitySpec(name="reading", advance=advance, interval=60.0, terms=("三体",),
-                        describe=lambda: "reading 三体, chapter 3")
+    return ActivitySpec(
+        name="reading",
+        advance=advance,
+        interval=60.0,
+        terms=("三体",),
+        describe=lambda: "reading 三体, chapter 3",
+    )
 
 
 @pytest.mark.asyncio
 async def test_game_moves_become_tools_that_see_only_a_game_context(
-        registry: ExtensionRegistry, tools: ToolRegistry, plugin: Scope) -> None:
+    registry: ExtensionRegistry, tools: ToolRegistry, plugin: Scope
+) -> None:
     seen: list[object] = []
     registry.register_game(plugin, dice(seen))
     assert registry.game_tools("dice") == ("dice_roll",)
     spec = tools.get("dice_roll")
     assert spec is not None
     assert spec.side_effect
-    context = ToolContext(chat_id="group:1", user_id="42", thread_id="th-9", episode_id="ep-3",
-                          permissions=frozenset({"admin"}), now=123.0)
+    context = ToolContext(
+        chat_id="group:1",
+        user_id="42",
+        thread_id="th-9",
+        episode_id="ep-3",
+        permissions=frozenset({"admin"}),
+        now=123.0,
+    )
     result = await tools.invoke("dice_roll", {"sides": 20}, context)
     assert result.content == "4"
     (ctx,) = seen
@@ -77,7 +93,8 @@ async def test_game_moves_become_tools_that_see_only_a_game_context(
 
 
 def test_game_terms_are_in_the_lexicon_while_registered(
-        registry: ExtensionRegistry, lexicon: DynamicLexicon, plugin: Scope) -> None:
+    registry: ExtensionRegistry, lexicon: DynamicLexicon, plugin: Scope
+) -> None:
     dispose = registry.register_game(plugin, dice())
     assert [h.term for h in lexicon.match("来掷骰子吧", [GAME_KEY])] == ["掷骰子"]
     dispose()
@@ -104,10 +121,15 @@ def test_bad_specs_are_refused() -> None:
 
 
 def test_a_half_failed_registration_leaves_nothing_behind(
-        registry: ExtensionRegistry, tools: ToolRegistry, lexicon: DynamicLexicon, plugin: Scope) -> None:
+    registry: ExtensionRegistry, tools: ToolRegistry, lexicon: DynamicLexicon, plugin: Scope
+) -> None:
     tools.register(ToolSpec(name="dice_peek", description="Taken already.", execute=lambda a, c: None))
-    game = GameSpec(name="dice", description="Dice", terms=("掷骰子",), tools=(
-        GameTool("roll", "Roll.", lambda c: 1), GameTool("peek", "Peek.", lambda c: 2)))
+    game = GameSpec(
+        name="dice",
+        description="Dice",
+        terms=("掷骰子",),
+        tools=(GameTool("roll", "Roll.", lambda c: 1), GameTool("peek", "Peek.", lambda c: 2)),
+    )
     with pytest.raises(DuplicateToolError):
         registry.register_game(plugin, game)
     assert "dice_roll" not in tools
@@ -133,8 +155,14 @@ def test_lexicon_keys_follow_registrations(registry: ExtensionRegistry, plugin: 
 
 @pytest.mark.asyncio
 async def test_plugin_unload_leaves_nothing_behind(
-        registry: ExtensionRegistry, tools: ToolRegistry, lexicon: DynamicLexicon, sink: SchedulerSink,
-        director: LifeDirector, chats: ChatActivityLog, clock: ManualClock) -> None:
+    registry: ExtensionRegistry,
+    tools: ToolRegistry,
+    lexicon: DynamicLexicon,
+    sink: SchedulerSink,
+    director: LifeDirector,
+    chats: ChatActivityLog,
+    clock: ManualClock,
+) -> None:
     """Tools, lexicon terms, scheduled activations and timers registered by a plugin all go with it;
     another plugin's registrations stay."""
     other = Scope("other-plugin")
@@ -146,8 +174,10 @@ async def test_plugin_unload_leaves_nothing_behind(
     registry.register_game(plugin, dice())
     registry.register_activity(plugin, reading(ticks))
     game_scope = plugin.child("extra")
-    registry.register_life_source(game_scope, LifeSourceSpec(
-        "nudge", lambda ctx: [Proposal("group:1", "nudge", not_before=ctx.now + 300)], 60))
+    registry.register_life_source(
+        game_scope,
+        LifeSourceSpec("nudge", lambda ctx: [Proposal("group:1", "nudge", not_before=ctx.now + 300)], 60),
+    )
 
     chats.note(said(clock, "1"))
     report = await director.tick()
@@ -171,4 +201,4 @@ async def test_plugin_unload_leaves_nothing_behind(
     assert plugin.statistics().live == 0
     clock.advance(3_600)
     await director.tick()
-    assert len(ticks) == 1          # the activity is never advanced again
+    assert len(ticks) == 1  # the activity is never advanced again

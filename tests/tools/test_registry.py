@@ -91,8 +91,9 @@ async def test_unknown_tool_names_the_available_ones() -> None:
 async def test_permissions_filter_the_list_and_refuse_the_call() -> None:
     tools = ToolRegistry()
     tools.register(add_tool())
-    tools.register(add_tool(name="ban", description="Ban a member.", permissions=frozenset({"admin"}),
-                            side_effect=True))
+    tools.register(
+        add_tool(name="ban", description="Ban a member.", permissions=frozenset({"admin"}), side_effect=True)
+    )
     assert [s.name for s in tools.list({"chat"})] == ["add"]
     assert [s.name for s in tools.list({"chat", "admin"})] == ["add", "ban"]
     assert [s["function"]["name"] for s in tools.openai_schemas({"chat"})] == ["add"]
@@ -129,8 +130,14 @@ async def test_plain_json_schema_tools_are_checked_too() -> None:
         "required": ["city"],
         "additionalProperties": False,
     }
-    tools.register(ToolSpec(name="weather", description="Forecast.", parameters=schema,
-                            execute=lambda args, ctx: {"city": args["city"], "sky": "晴"}))
+    tools.register(
+        ToolSpec(
+            name="weather",
+            description="Forecast.",
+            parameters=schema,
+            execute=lambda args, ctx: {"city": args["city"], "sky": "晴"},
+        )
+    )
     ok = await tools.invoke("weather", {"city": "杭州"}, CTX)
     assert ok.content == '{"city": "杭州", "sky": "晴"}'
     bad = await tools.invoke("weather", {"days": 9, "when": "now"}, CTX)
@@ -173,8 +180,9 @@ async def test_raising_tool_is_a_failure_not_a_crash() -> None:
 async def test_ten_megabyte_result_is_truncated_with_its_full_size() -> None:
     tools = ToolRegistry(max_result_chars=1_000)
     tools.register(ToolSpec(name="big", description="Big.", execute=lambda a, c: "x" * 10_000_000))
-    tools.register(ToolSpec(name="small_cap", description="Capped.", max_result_chars=10,
-                            execute=lambda a, c: "y" * 11))
+    tools.register(
+        ToolSpec(name="small_cap", description="Capped.", max_result_chars=10, execute=lambda a, c: "y" * 11)
+    )
     result = await tools.invoke("big", {}, CTX)
     assert result.ok
     assert result.truncated
@@ -203,8 +211,11 @@ def test_openai_schema_shape() -> None:
     assert set(fn["parameters"]["properties"]) == {"a", "b"}
     assert fn["parameters"]["required"] == ["a"]
     no_args = ToolSpec(name="ping", description="Ping.", execute=lambda a, c: "pong").openai_schema()
-    assert no_args["function"]["parameters"] == {"type": "object", "properties": {},
-                                                  "additionalProperties": False}
+    assert no_args["function"]["parameters"] == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
 
 
 @pytest.mark.asyncio

@@ -81,12 +81,21 @@ class GuessNumberGame:
             name=NAME,
             description="猜数字 (guess the number), one round per chat",
             tools=(
-                GameTool("start", "Start a round: pick a secret number in [low, high].", self.start,
-                         args_model=StartArgs),
-                GameTool("guess", "Guess the secret number of this chat's round.", self.guess,
-                         args_model=GuessArgs),
-                GameTool("status", "Show this chat's round: known range and attempts left.", self.status,
-                         side_effect=False),
+                GameTool(
+                    "start",
+                    "Start a round: pick a secret number in [low, high].",
+                    self.start,
+                    args_model=StartArgs,
+                ),
+                GameTool(
+                    "guess", "Guess the secret number of this chat's round.", self.guess, args_model=GuessArgs
+                ),
+                GameTool(
+                    "status",
+                    "Show this chat's round: known range and attempts left.",
+                    self.status,
+                    side_effect=False,
+                ),
             ),
             terms=("猜数字", "猜数"),
         )
@@ -97,8 +106,15 @@ class GuessNumberGame:
         if current is not None:
             return {"status": "already_running", **self._view(current)}
         secret = self._rng.randint(args.low, args.high)
-        game = _Round(secret=secret, low=args.low, high=args.high, started_by=ctx.user_id,
-                      max_attempts=self._max_attempts, known_low=args.low, known_high=args.high)
+        game = _Round(
+            secret=secret,
+            low=args.low,
+            high=args.high,
+            started_by=ctx.user_id,
+            max_attempts=self._max_attempts,
+            known_low=args.low,
+            known_high=args.high,
+        )
         self._rounds[ctx.chat_id] = game
         self._counts["started"] += 1
         return {"status": "started", **self._view(game)}
@@ -109,8 +125,11 @@ class GuessNumberGame:
         if game is None:
             return {"status": "no_round", "hint": f"start one with {NAME}_start"}
         if not game.low <= args.number <= game.high:
-            return {"status": "out_of_range", "hint": f"guess between {game.low} and {game.high}",
-                    **self._view(game)}
+            return {
+                "status": "out_of_range",
+                "hint": f"guess between {game.low} and {game.high}",
+                **self._view(game),
+            }
         game.attempts += 1
         self._counts["guesses"] += 1
         if args.number == game.secret:
