@@ -16,9 +16,10 @@ from typing import Protocol
 import pytest
 
 from tests.e2e.bot_process import BotProcess
+from tests.e2e.live import TEST_API_KEY, TaggedModel
 from tests.support.openai_server import ScriptedOpenAIServer
 
-TEST_API_KEY = "sk-e2e-test-key-1f2e3d"
+__all__ = ["TEST_API_KEY", "StartBot", "model", "start_bot"]
 
 
 class StartBot(Protocol):
@@ -56,3 +57,10 @@ def start_bot(tmp_path: Path) -> Iterator[StartBot]:
         with contextlib.suppress(Exception):
             bot.stop(timeout=10)
         bot.kill()
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[TaggedModel]:
+    """One scripted model server for a module's scenarios, each answered by its own tag."""
+    with ScriptedOpenAIServer() as server:
+        yield TaggedModel(server)

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.bot_process import BotProcess
-from tests.e2e.conftest import TEST_API_KEY
 from tests.e2e.onebot_peer import ApiCall, OneBotPeer
 from tests.support.openai_server import RecordedRequest, ScriptedOpenAIServer
 
@@ -155,6 +154,10 @@ async def connected_peer(bot: BotProcess, *, self_id: int, within: float = 10.0)
         yield peer
     if bot.alive:
         await bot.await_log("bot_disconnected", within=within, count=disconnects + 1)
+
+
+# The API key the e2e bots are given: a test checks it never appears in their logs.
+TEST_API_KEY = "sk-e2e-test-key-1f2e3d"
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ import time
 
 import pytest
 
-from tests.e2e import conftest as e2e
 from tests.e2e.conftest import StartBot
 from tests.e2e.live import TaggedModel, connected_peer, own_errors, tag
 from tests.e2e.onebot_peer import OneBotPeer
@@ -22,7 +21,6 @@ from tests.support import onebot_events as ob
 from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
-start_bot = e2e.start_bot  # the end-to-end fixture, served to this directory too
 
 RESTRICTED_ID = 10_000
 HEALTHY_ID = 10_001

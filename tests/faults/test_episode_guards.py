@@ -24,7 +24,6 @@ from tests.e2e.live import (
     wait_call,
 )
 from tests.support import onebot_events as ob
-from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -52,12 +51,6 @@ max_per_minute = 600
 burst = 100
 retry_delay_ms = 100
 """
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[TaggedModel]:
-    with ScriptedOpenAIServer() as server:
-        yield TaggedModel(server)
 
 
 @pytest.fixture(scope="module")

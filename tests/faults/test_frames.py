@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.bot_process import BotProcess
-from tests.e2e.conftest import StartBot, start_bot  # noqa: F401  (the fixture, shared with tests/e2e)
+from tests.e2e.conftest import StartBot
 from tests.e2e.live import connected_peer
 from tests.e2e.onebot_peer import OneBotPeer
 from tests.support import onebot_events as ob
@@ -72,7 +72,7 @@ async def test_a_frame_over_16_mib_is_read_and_the_connection_stays_up(bot: BotP
 
 
 async def test_a_frame_over_the_configured_maximum_closes_the_connection_as_the_protocol_says(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
 ) -> None:
     small = start_bot(config="[bot]\nmax_frame_mb = 1\n")
     await small.await_log("edge_started", within=20)

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.e2e.bot_process import BotProcess
-from tests.e2e.conftest import StartBot, start_bot  # noqa: F401  (the fixture, shared with tests/e2e)
+from tests.e2e.conftest import StartBot
 from tests.e2e.live import TaggedModel, reply_text, tag
 from tests.e2e.onebot_peer import OneBotPeer
 from tests.support import onebot_events as ob
@@ -100,7 +100,7 @@ async def post_at(peer: OneBotPeer, group: int, name: str) -> float:
 
 
 async def test_an_at_in_a_quiet_group_reaches_the_model_promptly_after_a_20000_message_burst(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)
@@ -118,7 +118,7 @@ async def test_an_at_in_a_quiet_group_reaches_the_model_promptly_after_a_20000_m
 
 
 async def test_at_spam_in_six_groups_does_not_delay_an_at_in_a_seventh(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)
@@ -140,7 +140,7 @@ async def test_at_spam_in_six_groups_does_not_delay_an_at_in_a_seventh(
 
 
 async def test_a_model_hanging_for_eight_chats_does_not_hold_back_a_ninth(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)
@@ -160,7 +160,7 @@ async def test_a_model_hanging_for_eight_chats_does_not_hold_back_a_ninth(
 
 
 async def test_an_overflowing_backlog_drops_chatter_not_ats_and_says_so_in_a_few_lines(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)

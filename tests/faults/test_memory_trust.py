@@ -31,7 +31,7 @@ from tests.e2e.live import (
     wait_call,
 )
 from tests.support import onebot_events as ob
-from tests.support.openai_server import RecordedRequest, ScriptedOpenAIServer
+from tests.support.openai_server import RecordedRequest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -65,12 +65,6 @@ HEARSAY = "欠款五百块是真的"
 NAMED = "欠款五百块已确认"
 FORGED = "伪造的欠款记录"
 ASKER_NAMED = "周末要去爬山"
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[TaggedModel]:
-    with ScriptedOpenAIServer() as server:
-        yield TaggedModel(server)
 
 
 @pytest.fixture(scope="module")

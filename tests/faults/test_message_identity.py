@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from runtime.store.sqlite.schema import DB_FILENAME
-from tests.e2e.conftest import StartBot, start_bot  # noqa: F401  (the fixture, used by name)
+from tests.e2e.conftest import StartBot
 from tests.e2e.live import TaggedModel, connected_peer, reply_text, steps, tag
 from tests.support import onebot_events as ob
 from tests.support.openai_server import ScriptedOpenAIServer
@@ -47,7 +47,7 @@ def stored_texts(data_dir: Path, chat_id: str) -> list[str]:
 
 
 async def test_a_reused_message_id_keeps_both_messages_in_the_context_and_the_store(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)
@@ -88,7 +88,7 @@ async def test_a_reused_message_id_keeps_both_messages_in_the_context_and_the_st
 
 
 async def test_a_repeated_delivery_is_answered_once_also_after_a_restart(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)

@@ -22,7 +22,6 @@ import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from tests.e2e import conftest as e2e
 from tests.e2e.bot_process import ROOT, BotProcess
 from tests.e2e.conftest import StartBot
 from tests.e2e.live import TaggedModel, connected_peer, own_errors, reply_text, steps, tag, tool_call
@@ -31,7 +30,6 @@ from tests.support import onebot_events as ob
 from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
-start_bot = e2e.start_bot  # the end-to-end fixture, served to this directory too
 
 SELF_ID = 10_000
 OTHER_ID = 10_001

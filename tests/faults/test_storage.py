@@ -21,7 +21,7 @@ import pytest
 
 from runtime.store.sqlite.schema import DB_FILENAME
 from tests.e2e.bot_process import BotProcess
-from tests.e2e.conftest import StartBot, start_bot  # noqa: F401  (the fixture, used by name)
+from tests.e2e.conftest import StartBot
 from tests.e2e.live import TaggedModel, connected_peer, reply_text, steps, tag, tool_call
 from tests.support import onebot_events as ob
 from tests.support.openai_server import ScriptedOpenAIServer
@@ -102,7 +102,7 @@ def said_in(group: int):  # type: ignore[no-untyped-def]
 
 
 async def test_a_locked_database_holds_no_reply_and_status_shows_the_failing_writer(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)
@@ -141,7 +141,7 @@ async def test_a_locked_database_holds_no_reply_and_status_shows_the_failing_wri
 
 
 async def test_sigterm_while_the_database_stays_locked_stops_on_time_and_counts_the_lost_writes(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     TaggedModel(openai_server)
@@ -171,7 +171,7 @@ async def post_escaped(peer, event: dict[str, object]) -> None:  # type: ignore[
 
 
 async def test_lone_surrogates_and_a_huge_nickname_lose_no_message(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)
@@ -244,7 +244,7 @@ save_interval_ms = 10000
 
 
 async def test_a_confirmed_reminder_survives_a_kill_right_after_the_confirmation(
-    start_bot: StartBot,  # noqa: F811
+    start_bot: StartBot,
     openai_server: ScriptedOpenAIServer,
 ) -> None:
     model = TaggedModel(openai_server)
