@@ -64,7 +64,8 @@ from runtime.kernel._signals import looks_like_question
 from runtime.kernel._supersede import MESSAGE_KIND, Supersession
 from runtime.kernel.attention import Attention, AttentionInput, Decision, score_attention
 from runtime.kernel.budget import Budgets, BudgetVerdict
-from runtime.kernel.errors import InvalidSetting
+from runtime.kernel.deliberation import Deliberation
+from runtime.kernel.errors import IllegalTransition, InvalidSetting
 from runtime.kernel.events import BotEvent, EventState, EventStore
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.lexicon.learning import Segmenter
@@ -108,7 +109,8 @@ _WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
 _PERSONA_SCOPE = LexiconScope.PERSONA
 _LOW, _FORCED, _HIGH = Decision.LOW, Decision.FORCED, Decision.HIGH
 _SKIPPED, _CLASSIFIED = EventState.SKIPPED, EventState.CLASSIFIED
-_RECORDED, _SCHEDULED = IngestAction.RECORDED, IngestAction.SCHEDULED
+_RECORDED, _SCHEDULED, _ACT_NOW = IngestAction.RECORDED, IngestAction.SCHEDULED, IngestAction.ACT_NOW
+_READY = ActivationOutcome.READY
 _PRIVATE = ChatKind.PRIVATE
 # Positional builders (every field, set through the slots): made for every message.
 _attention_input = builder(AttentionInput)
@@ -144,6 +146,7 @@ class Kernel:
         self._last_message_at: dict[str, float] = {}  # chat id -> time of its latest message
         self._match_keys: dict[str, tuple[LexiconKey, ...]] = {}  # thread id -> lexicon keys
         self._learn_queue: deque[tuple[str, str]] = deque(maxlen=s.scheduling.learn_queue_max or None)
+        self._triggers: dict[str, ChatMessage] = {}  # pending message event id -> its message
         self._counts: dict[str, int] = {}
         self._ingested = 0
         self._learn_dropped = 0
@@ -261,16 +264,29 @@ class Kernel:
             )
             event = self.scheduler.schedule_event(event, now)
             action, reason = _SCHEDULED, f"attention {decision.value}"
+        act_now: Activation | None = None
         if action is not _RECORDED:
             superseded = self._supersession.supersede(event, now)
             self.budgets.actor(chat_id).note_event(event.id)
+            self._triggers[event.id] = message
+            if action is _ACT_NOW:
+                act_now = Activation(event, _READY, reason, message)
         self._ingested += 1
         counts = self._counts
         # StrEnum members hash and compare as their values: statistics() reads them by value.
         counts[action] = counts.get(action, 0) + 1
         counts[decision] = counts.get(decision, 0) + 1
         return _ingest_result(
-            message, event, assignment, attention, action, activate_at, superseded, tuple(hits), reason
+            message,
+            event,
+            assignment,
+            attention,
+            action,
+            activate_at,
+            superseded,
+            tuple(hits),
+            reason,
+            act_now,
         )
 
     def _keys_for(self, chat_id: str, thread_id: str) -> tuple[LexiconKey, ...]:
@@ -374,7 +390,7 @@ class Kernel:
                 verdict = self.budgets.actor(chat_id).can_speak(now, forced=forced)
             if verdict.allowed:
                 voiced.add(chat_id)
-                out.append(Activation(event, ActivationOutcome.READY, verdict.reason))
+                out.append(Activation(event, _READY, verdict.reason, self._triggers.get(event.id)))
                 self._count("ready")
                 continue
             retry = verdict.retry_at
@@ -386,8 +402,10 @@ class Kernel:
                 continue
             dropped = self._skip(event.id, now, verdict.reason)
             out.append(Activation(dropped, ActivationOutcome.BUDGET_BLOCKED, verdict.reason))
+        triggers = self._triggers
         for activation in out:
-            if activation.outcome is not ActivationOutcome.READY:
+            if activation.outcome is not _READY:
+                triggers.pop(activation.event.id, None)  # it ends here: nobody answers its message
                 self._count(activation.outcome.value)
         return out
 
@@ -433,12 +451,25 @@ class Kernel:
         when = now if now is not None else (event.updated_at if event is not None else 0.0)
         if not self.scheduler.cancel(event_id, when, reason=reason):
             return False
+        self._triggers.pop(event_id, None)
         if event is not None:
             self._supersession.release(event)
         return True
 
+    def deliberate(self, activation: Activation, now: float) -> Deliberation:
+        """Begin deliberating on a ``ready`` activation: the one sequence every caller follows.
+
+        See :mod:`runtime.kernel.deliberation` (recheck, spoke, finish exactly once). Raises
+        :class:`~runtime.kernel.errors.IllegalTransition` for an activation that is not ready, or
+        whose event is no longer ``eligible`` (withdrawn, cancelled, pruned between ``due`` and now),
+        and :class:`~runtime.kernel.errors.UnknownEvent` for an event the kernel no longer holds.
+        """
+        if activation.outcome is not _READY:
+            raise IllegalTransition("activation", activation.outcome.value, EventState.DELIBERATING.value)
+        return Deliberation(self, activation, self.begin(activation.event.id, now))
+
     def begin(self, event_id: str, now: float) -> BotEvent:
-        """An episode starts deliberating on an ``eligible`` event."""
+        """An episode starts deliberating on an ``eligible`` event (the first step of :meth:`deliberate`)."""
         event = self.events.transition(event_id, EventState.DELIBERATING, now)
         self._deliberating[event_id] = (event.chat_id, now)
         return event
@@ -454,8 +485,10 @@ class Kernel:
     ) -> BotEvent:
         """End a deliberation: ``replied``, ``skipped`` (with ``reason``) or ``snoozed`` ``until``.
 
-        An episode that outlived ``scheduling.deliberation_timeout`` finds its event already closed
-        by :meth:`prune`; finishing it then returns the event unchanged instead of failing.
+        The last step of :meth:`deliberate`'s sequence (callers finish through their
+        :class:`~runtime.kernel.deliberation.Deliberation`, which allows it once). An episode that
+        outlived ``scheduling.deliberation_timeout`` finds its event already closed by :meth:`prune`;
+        finishing it then returns the event unchanged instead of failing.
         """
         state = EventState(outcome)
         if state not in (EventState.REPLIED, EventState.SKIPPED, EventState.EXPIRED, EventState.SNOOZED):
@@ -463,11 +496,13 @@ class Kernel:
         self._deliberating.pop(event_id, None)
         current = self.events.require(event_id)
         if current.terminal:
+            self._triggers.pop(event_id, None)
             return current
         if state is EventState.SNOOZED:
             if until is None:
                 raise InvalidSetting("until", "a snoozed event needs the time to wake up")
             return self.scheduler.snooze(event_id, until, now)
+        self._triggers.pop(event_id, None)
         if state is EventState.SKIPPED and reason is not None:
             return self._skip(event_id, now, reason)
         return self.events.transition(event_id, state, now)
@@ -492,21 +527,33 @@ class Kernel:
     def learn_pending(self, now: float, max_texts: int | None = None) -> int:
         """Learn group lexicon terms from queued texts in one batch (jieba); how many were read.
 
-        Call it off the per-message path (a background task every ``[lexicon].learn_interval_ms``).
+        :meth:`take_learning` then the lexicon's ``learn_batch``, in the caller's thread (the replay).
+        The bot calls the two halves itself, segmenting in a worker thread (``prepare_learning``)
+        and applying on its loop (``apply_learning``). Call it off the per-message path (a
+        background task every ``[lexicon].learn_interval_ms``).
+        """
+        batch = self.take_learning(max_texts)
+        if batch:
+            self.lexicon.learn_batch(batch, now)
+        return sum(len(texts) for texts in batch.values())
+
+    def take_learning(self, max_texts: int | None = None) -> dict[LexiconKey, list[str]]:
+        """The next batch of queued texts (at most ``[lexicon].learn_max_texts``), by group key.
+
+        Every message's text (its first ``learn_max_chars``) waits in a queue of at most
+        ``scheduling.learn_queue_max`` (the oldest dropped beyond, and counted; ``0`` learns
+        nothing). What is taken counts as learned.
         """
         queue = self._learn_queue
         take = min(len(queue), self.settings.lexicon.learn_max_texts)
         if max_texts is not None:
             take = min(take, max(0, max_texts))
-        if not take:
-            return 0
         by_key: dict[LexiconKey, list[str]] = {}
         for _ in range(take):
             chat_id, text = queue.popleft()
             by_key.setdefault(LexiconKey(LexiconScope.GROUP, chat_id), []).append(text)
-        self.lexicon.learn_batch(by_key, now)
         self._learned_texts += take
-        return take
+        return by_key
 
     def prune(self, now: float) -> int:
         """Housekeeping, called every minute or so: returns how many events and threads went.
@@ -533,6 +580,9 @@ class Kernel:
         threads = self.threads
         for thread_id in [t for t in self._match_keys if threads.get(t) is None]:
             del self._match_keys[thread_id]
+        events = self.events
+        for event_id in [e for e in self._triggers if (ev := events.get(e)) is None or ev.terminal]:
+            del self._triggers[event_id]
         return dropped
 
     def restore_events(self, events: Iterable[BotEvent], now: float) -> int:

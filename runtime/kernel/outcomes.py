@@ -45,6 +45,8 @@ class IngestResult:
     superseded: tuple[str, ...]
     keyword_hits: tuple[KeywordHit, ...]
     reason: str
+    # The ready activation the kernel made for an act_now message (its trigger is the message).
+    activation: Activation | None = None
 
     @property
     def decision(self) -> Decision:
@@ -53,11 +55,16 @@ class IngestResult:
 
 @dataclass(frozen=True, slots=True)
 class Activation:
-    """An activation leaving the scheduler: ready to deliberate, or why not."""
+    """An activation leaving the scheduler: ready to deliberate, or why not.
+
+    ``trigger`` is the message a ``message`` activation answers, as the kernel ingested it; ``None``
+    for other kinds and for events restored from storage (the kernel keeps no text across restarts).
+    """
 
     event: BotEvent
     outcome: ActivationOutcome
     reason: str = ""
+    trigger: ChatMessage | None = None
 
     @property
     def ready(self) -> bool:

@@ -4,10 +4,11 @@ Before each message the clock walks forward through every moment something was d
 ``not_before``, the lexicon's learning and decay ticks), so activations fire at their true times, not
 at the next message's. After the last message :meth:`ReplayEngine.finish` drains what is still pending.
 
-An activation the bot would deliberate on (``ready``, or a forced message acted on at once) is a
-``would_speak``: it is charged exactly as a real reply is — ``begin``, ``record_speech`` (forced or not,
-as the event says), ``note_outgoing`` of a reply to the triggering message, ``finish(replied)`` — so the
-budget and the thread continuity of later messages are what they would have been. A forced message the
+An activation the bot would deliberate on (``ready``, or a forced message acted on at once) goes
+through the kernel's deliberation as a real reply does (:mod:`runtime.kernel.deliberation`): begun,
+the budget asked again, speech recorded (forced or not, as the event says) with a reply to the
+triggering message noted into its thread, finished ``replied`` — a ``would_speak``. So the budget and
+the thread continuity of later messages are what they would have been. A forced message the
 budget drops at once (no activation ever scheduled) is reported as a ``budget_blocked`` activation at
 the message's time, so every refusal shows in the output.
 
@@ -27,6 +28,7 @@ from enum import StrEnum
 
 from runtime.kernel.attention import Decision
 from runtime.kernel.clock import ManualClock
+from runtime.kernel.deliberation import Recheck
 from runtime.kernel.events import BotEvent, EventState
 from runtime.kernel.kernel import Activation, IngestAction, IngestResult, Kernel, KernelStatistics
 from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
@@ -191,8 +193,8 @@ class ReplayEngine:
         now = message.time
         result = self.kernel.ingest(message)
         self._messages += 1
-        if result.action is IngestAction.ACT_NOW:
-            out.append(self._speak(result.event, now))
+        if result.activation is not None:
+            out.extend(self._speak(result.activation, now))
         elif result.decision is Decision.FORCED and result.action is IngestAction.RECORDED:
             out.append(self._line(now, result.event, Outcome.BUDGET_BLOCKED, result.reason))
         out.extend(self._drain(now))
@@ -225,40 +227,49 @@ class ReplayEngine:
                 raise ReplayStuck(f"the kernel kept activating at {now} without moving on")
         else:
             self._stuck_at, self._batches_here = now, 0
-        return [self._activation(a, now) for a in self.kernel.due(now)]
-
-    def _activation(self, activation: Activation, now: float) -> ActivationLine:
-        if activation.ready:
-            return self._speak(activation.event, now)
-        return self._line(now, activation.event, Outcome(activation.outcome.value), activation.reason)
+        out: list[ActivationLine] = []
+        for activation in self.kernel.due(now):
+            if activation.ready:
+                out.extend(self._speak(activation, now))
+            else:
+                out.append(
+                    self._line(now, activation.event, Outcome(activation.outcome.value), activation.reason)
+                )
+        return out
 
     def _line(self, now: float, event: BotEvent, outcome: Outcome, reason: str) -> ActivationLine:
         self._outcomes[outcome.value] += 1
         return ActivationLine(now, event, outcome, event.payload.get("forced") is True, reason)
 
-    def _speak(self, event: BotEvent, now: float) -> ActivationLine:
-        """Charge the activation as the bot's reply would be charged (see the module docstring)."""
-        kernel = self.kernel
-        forced = event.payload.get("forced") is True
-        kernel.begin(event.id, now)
-        kernel.record_speech(event.chat_id, now, forced=forced)
+    def _speak(self, activation: Activation, now: float) -> list[ActivationLine]:
+        """Charge the activation as the bot's reply would be charged (see the module docstring).
+
+        The budget asked again refuses only what the bot's driver would refuse: snoozed, it comes
+        back later (no line, as a reschedule); skipped, it is a ``budget_blocked`` line.
+        """
+        deliberation = self.kernel.deliberate(activation, now)
+        check = deliberation.recheck(now)
+        if check.verdict is Recheck.SNOOZE:
+            return []
+        if check.verdict is Recheck.SKIP:
+            return [self._line(now, deliberation.event, Outcome.BUDGET_BLOCKED, check.reason)]
+        event = deliberation.event
         kind, ident = parse_chat_id(event.chat_id)
         trigger = event.evidence_message_ids[0] if event.evidence_message_ids else None
-        kernel.note_outgoing(
-            ChatMessage(
-                message_id=f"replay-{event.id}",
-                chat_kind=kind,
-                chat_ident=ident,
-                sender_id=self._self_id,
-                sender_name=self._self_name,
-                time=now,
-                text="",
-                reply_to=trigger,
-                from_self=True,
-            )
+        reply = ChatMessage(
+            message_id=f"replay-{event.id}",
+            chat_kind=kind,
+            chat_ident=ident,
+            sender_id=self._self_id,
+            sender_name=self._self_name,
+            time=now,
+            text="",
+            reply_to=trigger,
+            from_self=True,
         )
-        done = kernel.finish(event.id, now, EventState.REPLIED)
-        return self._line(now, done, Outcome.WOULD_SPEAK, "would speak")
+        deliberation.spoke(now, sent=(reply,))
+        done = deliberation.finish(now, EventState.REPLIED)
+        return [self._line(now, done, Outcome.WOULD_SPEAK, "would speak")]
 
     def _maintain(self, now: float) -> None:
         """The bot's background work: lexicon learning, and hourly decay and pruning."""
