@@ -37,8 +37,9 @@ from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
 from runtime.episodes import RESUME_KIND, Episode, Heard, OutcomeKind, episode_id_of, run_episode
 from runtime.episodes.actions import ToolCall
 from runtime.episodes.persist import to_store_record, tool_call_records
+from runtime.kernel.deliberation import Deliberation, Recheck
 from runtime.kernel.errors import KernelError
-from runtime.kernel.events import BotEvent, EventState
+from runtime.kernel.events import EventState
 from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
 from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
 from runtime.store.kernel_state import chat_message
@@ -137,7 +138,13 @@ class EpisodeDriver:
             )
 
     def settle_unrun(self, activation: Activation, reason: str) -> None:
-        self._finish(activation.event, EventState.SKIPPED, reason)
+        """A ready activation that will not run (the runtime is stopping): begun and skipped."""
+        try:
+            deliberation = self._rt.kernel.deliberate(activation, self._rt.clock())
+        except KernelError as exc:
+            log.info("activation_gone", kind=activation.event.kind, error=str(exc))
+            return
+        self._finish(deliberation, EventState.SKIPPED, reason)
 
     # -- one ready activation --------------------------------------------------------------------
 
@@ -145,80 +152,79 @@ class EpisodeDriver:
         event = activation.event
         # Every log line of this activation, in any module, carries its chat, thread and event.
         with bound_contextvars(chat_id=event.chat_id, thread_id=event.thread_id, event_id=event.id):
-            await self._run(event)
+            await self._run(activation)
 
-    async def _run(self, event: BotEvent) -> None:
+    async def _run(self, activation: Activation) -> None:
+        """The kernel's deliberation sequence (:mod:`runtime.kernel.deliberation`) around the work."""
         rt = self._rt
+        kind = activation.event.kind
         try:
-            rt.kernel.begin(event.id, rt.clock())
+            d = rt.kernel.deliberate(activation, rt.clock())
         except KernelError as exc:  # withdrawn (recalled, cancelled) between due() and now
-            log.info("activation_gone", kind=event.kind, error=str(exc))
+            log.info("activation_gone", kind=kind, error=str(exc))
             return
         try:
-            if not self._budget_allows(event):
+            if not self._budget_allows(d):
                 return
-            if event.kind == REMINDER_KIND:
-                await self._remind(event)
+            if kind == REMINDER_KIND:
+                await self._remind(d)
             else:
-                await self._deliberate(event)
+                await self._deliberate(d)
         except Exception as exc:
             if rt.running:
-                log.exception("episode_failed", kind=event.kind)
+                log.exception("episode_failed", kind=kind)
             else:  # the store closed under it at shutdown; it is re-run after the restart
-                log.info("episode_cut_by_shutdown", kind=event.kind, error=repr(exc)[:200])
-            self._finish(event, EventState.SKIPPED, "error")
+                log.info("episode_cut_by_shutdown", kind=kind, error=repr(exc)[:200])
+            if not d.finished:
+                self._finish(d, EventState.SKIPPED, "error")
         finally:
-            current = rt.kernel.events.get(event.id)
-            if current is not None and current.state is EventState.DELIBERATING:
-                self._finish(event, EventState.SKIPPED, "not finished")
+            if not d.finished:
+                self._finish(d, EventState.SKIPPED, "not finished")
 
     def _finish(
-        self, event: BotEvent, state: EventState, reason: str | None = None, until: float | None = None
+        self, d: Deliberation, state: EventState, reason: str | None = None, until: float | None = None
     ) -> None:
         try:
-            self._rt.kernel.finish(event.id, self._rt.clock(), state, reason=reason, until=until)
+            d.finish(self._rt.clock(), state, reason=reason, until=until)
         except KernelError as exc:
-            log.warning("finish_refused", event_id=event.id, state=state.value, error=str(exc))
+            log.warning("finish_refused", event_id=d.event.id, state=state.value, error=str(exc))
         if state is EventState.SKIPPED:
             self._counts["skipped"] += 1
 
-    def _budget_allows(self, event: BotEvent) -> bool:
-        """The chat's budget, asked again now that this episode holds the chat.
+    def _budget_allows(self, d: Deliberation) -> bool:
+        """The chat's budget, asked again now that this episode holds the chat (under its lock).
 
-        The kernel asks when a message arrives or an activation falls due, but speech is only spent
-        when a reply is sent: a burst of @-mentions all pass at arrival while the first is still being
-        answered. Asked here, under the chat's lock, the second one sees the first reply's speech and
-        is snoozed to the budget's ``retry_at`` (or dropped past its deadline).
+        See :mod:`runtime.kernel.deliberation` for why; a snoozed activation moves the loop's alarm,
+        a dropped one is logged (and a resumed episode it carried expires).
         """
         rt = self._rt
         now = rt.clock()
-        forced = event.payload.get("forced") is True
-        verdict = rt.kernel.budgets.actor(event.chat_id).can_speak(now, forced=forced)
-        if verdict.allowed:
+        check = d.recheck(now)
+        if check.proceed:
             return True
-        retry = verdict.retry_at
-        if retry is not None and (event.deadline is None or retry <= event.deadline):
-            self._finish(event, EventState.SNOOZED, until=retry)
+        if check.verdict is Recheck.SNOOZE:
             rt.loop.poke()
             return False
+        event = d.event
         if event.kind == RESUME_KIND:
             episode_id = episode_id_of(event.payload)
             expired = rt.room.expire(episode_id, now, "budget") if episode_id else None
             if expired is not None:
                 rt.loop_spawn(self._store_episode(expired, None))
-        self._finish(event, EventState.SKIPPED, f"budget: {verdict.reason}")
+        self._counts["skipped"] += 1
         log.info(
             "activation_dropped",
             chat_id=event.chat_id,
             event_id=event.id,
             kind=event.kind,
-            forced=forced,
+            forced=d.forced,
             outcome="budget_blocked",
-            reason=f"budget: {verdict.reason}",
+            reason=check.reason,
         )
         return False
 
-    def _gate_closed(self, event: BotEvent) -> bool:
+    def _gate_closed(self, d: Deliberation) -> bool:
+        event = d.event
         verdict = self._rt.outbound.gate(event.chat_id)
         if verdict.open:
             return False
@@ -229,55 +235,62 @@ class EpisodeDriver:
             and (event.deadline is None or verdict.until <= event.deadline)
         ):
             # A promised reminder is not lost to a quiet period: it comes when the period ends.
-            self._finish(event, EventState.SNOOZED, until=verdict.until)
+            self._finish(d, EventState.SNOOZED, until=verdict.until)
             self._rt.loop.poke()
         else:
-            self._finish(event, EventState.SKIPPED, f"gate {verdict.reason}")
+            self._finish(d, EventState.SKIPPED, f"gate {verdict.reason}")
         return True
 
-    async def _remind(self, event: BotEvent) -> None:
+    async def _remind(self, d: Deliberation) -> None:
         rt = self._rt
-        if self._gate_closed(event):
+        if self._gate_closed(d):
             return
+        event = d.event
         text = str(event.payload.get("text", "")).strip()
         if not text:
-            self._finish(event, EventState.SKIPPED, "empty reminder")
+            self._finish(d, EventState.SKIPPED, "empty reminder")
             return
         leave_slot()
         result = await rt.outbound.send(event.chat_id, f"提醒：{text}")
         now = rt.clock()
-        if self._spoke(event.chat_id, result.sent or result.reason == "shadow", forced=True):
+        if self._spoke(d, result.sent or result.reason == "shadow", forced=True):
             self._counts["reminders_sent"] += 1
-            self._finish(event, EventState.REPLIED)
+            self._finish(d, EventState.REPLIED)
             log.info("reminder_sent", chat_id=event.chat_id, event_id=event.id, shadow=not result.sent)
         elif result.reason in _RETRYABLE and (
             event.deadline is None or now + REMINDER_RETRY <= event.deadline
         ):
             # A promised reminder waits for the connection (a restart before the account reconnects).
-            self._finish(event, EventState.SNOOZED, until=now + REMINDER_RETRY)
+            self._finish(d, EventState.SNOOZED, until=now + REMINDER_RETRY)
             rt.loop.poke()
             log.info("reminder_postponed", reason=result.reason, retry_in=REMINDER_RETRY)
         else:
-            self._finish(event, EventState.SKIPPED, f"send {result.reason}")
+            self._finish(d, EventState.SKIPPED, f"send {result.reason}")
 
-    def _spoke(self, chat_id: str, spoke: bool, *, forced: bool) -> bool:
+    def _spoke(self, d: Deliberation, spoke: bool, *, forced: bool) -> bool:
+        """Whether the send spoke; if so the deliberation's speech is recorded (kernel and store).
+
+        What was sent has joined its threads already: the outbound's hook notes every message the
+        bot sends (:meth:`Kernel.note_outgoing`), answers to commands included.
+        """
         if spoke:
             now = self._rt.clock()
-            self._rt.kernel.record_speech(chat_id, now, forced=forced)
-            self._rt.loop_spawn(self._rt.writer.put(SpeechRecord(chat_id, now, forced)))
+            d.spoke(now, forced=forced)
+            self._rt.loop_spawn(self._rt.writer.put(SpeechRecord(d.chat_id, now, forced)))
         return spoke
 
-    async def _deliberate(self, event: BotEvent) -> None:
+    async def _deliberate(self, d: Deliberation) -> None:
         rt = self._rt
         now = rt.clock()
+        event = d.event
         chat_id = event.chat_id
-        forced = event.payload.get("forced") is True
+        forced = d.forced
         if event.kind == RESUME_KIND and (not rt.model_ready or not rt.outbound.gate(chat_id).open):
             episode_id = episode_id_of(event.payload)
             expired = rt.room.expire(episode_id, now, "gate closed or no model") if episode_id else None
             if expired is not None:
                 await self._store_episode(expired, None)
-        if self._gate_closed(event):
+        if self._gate_closed(d):
             return
         if not rt.model_ready:
             self._counts["no_model"] += 1
@@ -289,11 +302,11 @@ class EpisodeDriver:
                 forced=forced,
                 detail="no model configured: nothing is asked, nothing is sent",
             )
-            self._finish(event, EventState.SKIPPED, "no model")
+            self._finish(d, EventState.SKIPPED, "no model")
             return
         ledger = rt.router.ledger
         if not forced and ledger.over_cap(chat_id, ledger.day_of(now)):
-            self._finish(event, EventState.SKIPPED, "daily token cap reached")
+            self._finish(d, EventState.SKIPPED, "daily token cap reached")
             return
 
         trigger: ChatMessage | None = None
@@ -302,15 +315,15 @@ class EpisodeDriver:
             episode_id = episode_id_of(event.payload)
             episode = rt.room.take(episode_id, now) if episode_id else None
             if episode is None:
-                self._finish(event, EventState.SKIPPED, "waiting episode gone")
+                self._finish(d, EventState.SKIPPED, "waiting episode gone")
                 return
             reason = BuildReason.PROACTIVE
             cue = f"（你之前选择先等一等：{episode.reason or 'wait'}。现在回来看看要不要说话。）"
         else:
             if event.kind == MESSAGE_KIND:
-                trigger = await self._trigger(event)
+                trigger = await self._trigger(d)
                 if trigger is None:
-                    self._finish(event, EventState.SKIPPED, "message unavailable")
+                    self._finish(d, EventState.SKIPPED, "message unavailable")
                     return
                 decision = str(event.payload.get("decision", "medium"))
                 reason = (
@@ -321,7 +334,7 @@ class EpisodeDriver:
             else:
                 verdict = rt.director.allowed(chat_id, now)
                 if not verdict.allowed:
-                    self._finish(event, EventState.SKIPPED, f"life: {verdict.reason}")
+                    self._finish(d, EventState.SKIPPED, f"life: {verdict.reason}")
                     return
                 reason = BuildReason.PROACTIVE
                 cue = str(event.payload.get("cue") or event.payload.get("reason") or "（主动开口的时机）")
@@ -336,17 +349,19 @@ class EpisodeDriver:
                 user_id=trigger.sender_id if trigger is not None else None,
                 heard=(Heard(trigger.message_id, trigger.sender_id),) if trigger is not None else (),
             )
-        await self._run_model(event, episode, trigger, cue, reason, forced)
+        await self._run_model(d, episode, trigger, cue, reason, forced)
 
-    async def _trigger(self, event: BotEvent) -> ChatMessage | None:
+    async def _trigger(self, d: Deliberation) -> ChatMessage | None:
+        """The message a ``message`` activation answers: as the kernel ingested it, or for an event
+        restored after a restart (the kernel keeps no text across one) from the store."""
+        event = d.event
         if not event.evidence_message_ids:
             return None
         message_id = event.evidence_message_ids[0]
         if (event.chat_id, message_id) in self._rt.recalled:
             return None
-        known = self._rt.why.get(event.chat_id, message_id)
-        if known is not None:
-            return known.message
+        if d.trigger is not None:
+            return d.trigger
         stored = await self._rt.store.get_message(event.chat_id, message_id)
         if stored is None:
             stored = next(
@@ -358,19 +373,19 @@ class EpisodeDriver:
 
     async def _run_model(
         self,
-        event: BotEvent,
+        d: Deliberation,
         episode: Episode,
         trigger: ChatMessage | None,
         cue: str | None,
         reason: BuildReason,
         forced: bool,
     ) -> None:
-        with bound_contextvars(episode_id=episode.id, thread_id=episode.thread_id or event.thread_id):
-            await self._episode(event, episode, trigger, cue, reason, forced)
+        with bound_contextvars(episode_id=episode.id, thread_id=episode.thread_id or d.event.thread_id):
+            await self._episode(d, episode, trigger, cue, reason, forced)
 
     async def _episode(
         self,
-        event: BotEvent,
+        d: Deliberation,
         episode: Episode,
         trigger: ChatMessage | None,
         cue: str | None,
@@ -378,6 +393,7 @@ class EpisodeDriver:
         forced: bool,
     ) -> None:
         rt = self._rt
+        event = d.event
         chat_id = event.chat_id
         bound = log
         self._counts["episodes"] += 1
@@ -424,26 +440,26 @@ class EpisodeDriver:
         )
         final = outcome.episode
         if outcome.kind is OutcomeKind.REPLIED and outcome.reply:
-            await self._reply(event, trigger, built, outcome.reply, forced, final)
+            await self._reply(d, trigger, built, outcome.reply, forced, final)
         elif outcome.kind is OutcomeKind.WAITING:
             rt.room.park(final, rt.clock(), forced=forced)
             self._counts["waiting"] += 1
-            self._finish(event, EventState.SKIPPED, "waiting")
+            self._finish(d, EventState.SKIPPED, "waiting")
             rt.loop.poke()
         elif reasoner.model_error is not None:
             self._counts["model_failures"] += 1
             bound.warning("model_failed", error=str(reasoner.model_error)[:300], forced=forced)
-            await self._graceful(event, _asked(final, trigger), forced)
+            await self._graceful(d, _asked(final, trigger), forced)
         elif outcome.kind is OutcomeKind.DEADLINE and forced:
             # The run's time was up (the model, or its tools, too slow): as good as a model failure.
             bound.info("deadline_passed", reason=outcome.reason[:300])
-            await self._graceful(event, _asked(final, trigger), forced, why=outcome.reason)
+            await self._graceful(d, _asked(final, trigger), forced, why=outcome.reason)
         elif outcome.kind in GUARD_OUTCOMES and forced:
             # A guard stopped the run (a repeated call, unknown tools or unreadable answers in a row,
             # waits refused, no decision in the step limit): whoever addressed the bot hears so.
             bound.info("guard_tripped", outcome=outcome.kind.value, reason=outcome.reason[:300])
             await self._graceful(
-                event,
+                d,
                 _asked(final, trigger),
                 forced,
                 text=rt.app.guard_message,
@@ -451,12 +467,12 @@ class EpisodeDriver:
                 counter="guard_sent",
             )
         else:
-            self._finish(event, EventState.SKIPPED, outcome.reason or outcome.kind.value)
+            self._finish(d, EventState.SKIPPED, outcome.reason or outcome.kind.value)
         rt.loop_spawn(self._store_episode(final, built))
 
     async def _reply(
         self,
-        event: BotEvent,
+        d: Deliberation,
         trigger: ChatMessage | None,
         built: BuiltContext,
         text: str,
@@ -464,19 +480,19 @@ class EpisodeDriver:
         episode: Episode,
     ) -> None:
         rt = self._rt
-        chat_id = event.chat_id
+        chat_id = d.chat_id
         quote = trigger.message_id if trigger is not None and not trigger.is_private else None
         leave_slot()  # a send may wait for the account's rate: the model's slot goes on at once
         result = await rt.outbound.send(chat_id, text, reply_to=quote)
         now = rt.clock()
-        if not self._spoke(chat_id, result.sent or result.reason == "shadow", forced=forced):
-            self._finish(event, EventState.SKIPPED, f"send {result.reason}")
+        if not self._spoke(d, result.sent or result.reason == "shadow", forced=forced):
+            self._finish(d, EventState.SKIPPED, f"send {result.reason}")
             return
         self._counts["replied"] += 1
-        self._finish(event, EventState.REPLIED)
+        self._finish(d, EventState.REPLIED)
         # The session's record and the memory layer's round count are bookkeeping: the chat is free
         # for its next episode as soon as the words are out.
-        rt.loop_spawn(self._after_reply(event.chat_id, trigger, built, text, episode, now))
+        rt.loop_spawn(self._after_reply(chat_id, trigger, built, text, episode, now))
 
     async def _after_reply(
         self,
@@ -507,7 +523,7 @@ class EpisodeDriver:
 
     async def _graceful(
         self,
-        event: BotEvent,
+        d: Deliberation,
         quote: str | None,
         forced: bool,
         *,
@@ -521,12 +537,12 @@ class EpisodeDriver:
         line, not one per mention.
         """
         rt = self._rt
-        chat_id = event.chat_id
+        chat_id = d.chat_id
         now = rt.clock()
         last = self._graceful_at.get(chat_id)
         cooldown = rt.app.graceful_cooldown_ms / 1000
         if not forced or (last is not None and now - last < cooldown):
-            self._finish(event, EventState.SKIPPED, why)
+            self._finish(d, EventState.SKIPPED, why)
             return
         self._graceful_at[chat_id] = now
         if len(self._graceful_at) > GRACEFUL_CHATS_KEPT:
@@ -534,11 +550,11 @@ class EpisodeDriver:
             self._graceful_at = {chat: at for chat, at in self._graceful_at.items() if at >= horizon}
         leave_slot()
         result = await rt.outbound.send(chat_id, text or rt.app.graceful_message, reply_to=quote)
-        if self._spoke(chat_id, result.sent or result.reason == "shadow", forced=True):
+        if self._spoke(d, result.sent or result.reason == "shadow", forced=True):
             self._counts[counter] += 1
-            self._finish(event, EventState.REPLIED)
+            self._finish(d, EventState.REPLIED)
         else:
-            self._finish(event, EventState.SKIPPED, f"{why}; send {result.reason}")
+            self._finish(d, EventState.SKIPPED, f"{why}; send {result.reason}")
 
     async def _store_episode(self, episode: Episode, built: BuiltContext | None) -> None:
         rt = self._rt

@@ -1,7 +1,8 @@
 """Periodic jobs, each its own task in the lifespan's task group; one that fails logs and carries on.
 
 * save — every ``[runtime] save_interval_ms``: kernel events, lexicon changes, token counts;
-* learn — every ``[lexicon] learn_interval_ms``: a batch of queued texts is segmented in a worker
+* learn — every ``[lexicon] learn_interval_ms``: the kernel's next batch of queued texts
+  (``take_learning``; the queue holds ``[scheduling] learn_queue_max``) is segmented in a worker
   thread (``prepare_learning``, jieba, no lexicon state) and applied on the loop (``apply_learning``);
 * housekeeping — every ``[runtime] maintenance_interval_ms``: kernel prune, lexicon decay and expiry
   on one slice of the keys (the whole lexicon every ``lexicon_decay_slices`` ticks), session idle
@@ -20,7 +21,6 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from runtime.kernel.lexicon.terms import LexiconKey
 from runtime.store.protocol import RestorePolicy
 from runtime.store.restore import prune_runtime_state
 
@@ -81,18 +81,10 @@ class Maintenance:
     async def learn(self, max_texts: int | None = None) -> int:
         """One learning batch; how many texts it read."""
         rt = self._rt
-        queue = rt.learn_queue
-        take = min(
-            len(queue), rt.config.lexicon.learn_max_texts, max_texts if max_texts is not None else len(queue)
-        )
+        by_key = rt.kernel.take_learning(max_texts)
+        take = sum(len(texts) for texts in by_key.values())
         if not take:
             return 0
-        from runtime.kernel.lexicon.terms import LexiconScope
-
-        by_key: dict[LexiconKey, list[str]] = {}
-        for _ in range(take):
-            chat_id, text = queue.popleft()
-            by_key.setdefault(LexiconKey(LexiconScope.GROUP, chat_id), []).append(text)
         lexicon = rt.kernel.lexicon
         batch = await anyio.to_thread.run_sync(lexicon.prepare_learning, by_key)
         lexicon.apply_learning(batch, rt.clock())

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,7 +49,7 @@ from runtime.episodes import EpisodeSettings, WaitingRoom, WaitingStatistics, to
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
 from runtime.kernel.kernel import Kernel, KernelStatistics
 from runtime.kernel.message import ChatMessage
-from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
+from runtime.kernel.outcomes import IngestResult
 from runtime.kernel.settings import KernelSettings
 from runtime.llm.router import ModelRouter
 from runtime.quiet import QuietPeriod
@@ -152,14 +152,9 @@ class Runtime:
         self.app = self.config.runtime
         now = self.clock()
         self.ids = RestoringIds(self.clock_obj)
-        settings = KernelSettings.from_config(self.config)
-        # Lexicon learning runs here, off the loop (prepare in a worker thread), so the kernel keeps
-        # no queue of its own.
-        settings = replace(settings, scheduling=replace(settings.scheduling, learn_queue_max=0))
-        self.kernel = Kernel(settings, ids=self.ids, now=now)
-        self.learn_queue: deque[tuple[str, str]] = deque(
-            maxlen=max(1, self.config.lexicon.learn_max_texts * 5)
-        )
+        # The kernel queues texts for lexicon learning ([scheduling] learn_queue_max); maintenance
+        # learns them off the loop.
+        self.kernel = Kernel(KernelSettings.from_config(self.config), ids=self.ids, now=now)
         self.episode_settings = EpisodeSettings.from_config(self.config.episodes)
         self.room = WaitingRoom(self.kernel, self.episode_settings)
         self.tools = tool_registry_from_config(self.config.episodes)
@@ -311,10 +306,8 @@ class Runtime:
         self.driver.note_arrival(result)
         self.activity.note(message)
         self.room.note_message(message, thread_id, message.time)
-        if message.text:
-            self.learn_queue.append((message.chat_id, message.text[: self.config.lexicon.learn_max_chars]))
-        if result.action is IngestAction.ACT_NOW:
-            self.loop.start_episode(Activation(result.event, ActivationOutcome.READY, "forced"))
+        if result.activation is not None:  # act now: the kernel made the ready activation
+            self.loop.start_episode(result.activation)
         else:
             # A scheduled activation may fall due before the loop's alarm; supersessions are reported.
             self.loop.poke(force=bool(result.superseded))
@@ -420,7 +413,7 @@ class Runtime:
         return RuntimeStatistics(
             started=self._started,
             messages=self._messages,
-            learn_queue=len(self.learn_queue),
+            learn_queue=self.kernel.pending_learning(),
             loop=self.loop.statistics(),
             episodes=self.driver.statistics(),
             waiting=self.room.statistics(),
