@@ -20,7 +20,10 @@ Outcomes: ``replied`` -> Outbound send (gates, splitting, rate limit, one retry)
 whose deadline passed -> the graceful message, a forced run a guard ended (``failed``, ``step_limit``)
 -> ``guard_message``, either at most once per chat per ``graceful_cooldown_ms``; anything else ->
 skipped with its reason.
-The kernel event is always finished and the episode always stored, whatever happened.
+Every activation goes through the kernel's deliberation (:mod:`runtime.kernel.deliberation`): begun,
+the budget asked again under the chat's lock, the speech recorded when a send spoke, and finished
+exactly once whatever happened; the episode is always stored. The message a ``message`` activation
+answers comes with it from the kernel (from the store only for an event restored after a restart).
 """
 
 from __future__ import annotations

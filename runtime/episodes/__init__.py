@@ -7,17 +7,18 @@ recorded in its steps and ends in an :class:`~runtime.episodes.loop.EpisodeOutco
 
 How the bot drives an episode for a ready activation ``a`` of ``Kernel.due(now)``::
 
-    kernel.begin(a.event.id, now)
+    d = kernel.deliberate(a, now)                         # runtime.kernel.deliberation
+    if not d.recheck(now).proceed: return                 # the budget again: snoozed or skipped
     if a.event.kind == RESUME_KIND:                       # a waiting episode's time came
         episode = room.take(episode_id_of(a.event.payload), now)
     else:
         episode = Episode.start(id=..., chat_id=..., now=now, max_steps=s.max_steps,
                                 time_limit=s.time_limit, event_id=a.event.id, thread_id=..., user_id=...)
     outcome = await run_episode(episode, reasoner, tools, clock=clock, settings=s, permissions=...)
-    replied    -> send outcome.reply; kernel.record_speech(...); kernel.finish(id, now, "replied")
-    waiting    -> room.park(outcome.episode, now, forced=...); kernel.finish(id, now, "skipped",
+    replied    -> send outcome.reply; d.spoke(now); d.finish(now, "replied")
+    waiting    -> room.park(outcome.episode, now, forced=...); d.finish(now, "skipped",
                   reason="waiting")
-    otherwise  -> kernel.finish(id, now, "skipped", reason=outcome.reason)
+    otherwise  -> d.finish(now, "skipped", reason=outcome.reason)
     store the episode (``persist.to_store_record``) whatever the outcome.
 
 Every incoming message also goes to ``room.note_message(message, thread_id, now)``; an activation

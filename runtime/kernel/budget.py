@@ -71,6 +71,14 @@ class BudgetVerdict:
     reason: str
     retry_at: float | None = None
 
+    def retry_by(self, deadline: float | None) -> float | None:
+        """A refusal's ``retry_at`` when it comes by ``deadline`` (``None``: no deadline), else ``None``:
+        when a refused activation may be asked again, or ``None`` when it is to be dropped."""
+        retry = self.retry_at
+        if self.allowed or retry is None or (deadline is not None and retry > deadline):
+            return None
+        return retry
+
 
 _OPEN_NORMAL = BudgetVerdict(True, "normal budget open")
 _OPEN_FORCED = BudgetVerdict(True, "forced budget open")

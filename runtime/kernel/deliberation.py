@@ -139,9 +139,8 @@ class Deliberation:
         if verdict.allowed:
             self._stage = Stage.CHECKED
             return BudgetRecheck(Recheck.PROCEED, verdict.reason)
-        retry = verdict.retry_at
-        deadline = self._event.deadline
-        if retry is not None and (deadline is None or retry <= deadline):
+        retry = verdict.retry_by(self._event.deadline)
+        if retry is not None:
             self.finish(now, EventState.SNOOZED, until=retry)
             return BudgetRecheck(Recheck.SNOOZE, verdict.reason, retry)
         reason = f"budget: {verdict.reason}"

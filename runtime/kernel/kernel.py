@@ -3,12 +3,12 @@
 ::
 
     kernel = Kernel(KernelSettings.from_config(cfg, self_ids=("10001",)))
-    result = kernel.ingest(message)          # IngestResult: act_now | scheduled | recorded
+    result = kernel.ingest(message)          # IngestResult: act_now (with .activation) | scheduled | recorded
     for activation in kernel.due(now):       # ready | budget_blocked | expired | superseded
-        ...
-    kernel.begin(event.id, now); kernel.finish(event.id, now, "replied")
-    kernel.record_speech(chat_id, now, forced=...); kernel.note_outgoing(sent_message)
-    kernel.learn_pending(now, max_texts=500)  # off the hot path
+        d = kernel.deliberate(activation, now)            # runtime.kernel.deliberation
+        if d.recheck(now).proceed: ...; d.spoke(now, sent=...); d.finish(now, "replied")
+    kernel.note_outgoing(sent_message)       # what the bot sent, seen as it leaves
+    kernel.take_learning()                   # the learn queue's next batch, off the hot path
 
 How :meth:`Kernel.ingest` fills the attention inputs (:mod:`runtime.kernel.attention`):
 ``forced`` is the edge's ``addressed`` (or a private chat); ``direct`` is the persona's name or an alias
@@ -23,9 +23,9 @@ read for keywords and the question check.
 What :meth:`Kernel.ingest` does with a message, by attention decision:
 
 - **forced** (the edge judged it addressed to the bot): if the forced budget allows, the event is
-  ``eligible`` at once (``act_now``); if it refuses with a ``retry_at`` within
-  ``scheduling.forced_deadline``, the event is scheduled then (payload ``forced``); else it is
-  recorded as ``skipped`` with the budget's reason.
+  ``eligible`` at once (``act_now``, the result carries the ready activation); if it refuses with
+  a ``retry_at`` within ``scheduling.forced_deadline``, the event is scheduled then (payload
+  ``forced``); else it is recorded as ``skipped`` with the budget's reason.
 - **high / medium**: scheduled ``high_delay`` / ``medium_delay`` after the message, with a deadline
   ``high_deadline`` / ``medium_deadline`` after it. The event's priority is the attention score.
 - **low**: recorded (the event is ``skipped``, reason ``attention low``).
@@ -43,9 +43,16 @@ forced one when the payload says ``forced``, else the normal one). Refused, it i
 no non-forced one for a chat whose episode is still deliberating; the others are treated as refused
 with ``retry_at = now + min_interval`` of their budget (the speech the first one may make).
 
-Speech is recorded by the caller: :meth:`Kernel.record_speech` when the bot has spoken in a chat (it
-spends the budget), :meth:`Kernel.note_outgoing` for each message the bot sent (it joins its
-conversation thread, which feeds ``thread_continuity`` and ``direct`` of later messages).
+A ready activation carries the message it answers (``trigger``, as ingested: the kernel keeps it
+while the event is pending). The caller acts on it through :meth:`Kernel.deliberate`, the one
+sequence the bot and the replay share (:mod:`runtime.kernel.deliberation`): the budget asked again
+once the chat is held, the speech recorded (it spends the budget), the event finished exactly once.
+:meth:`Kernel.note_outgoing` takes each message the bot sent into its conversation thread, which
+feeds ``thread_continuity`` and ``direct`` of later messages.
+
+Every message's text (its first ``lexicon.learn_max_chars``) waits for lexicon learning in a queue of
+at most ``scheduling.learn_queue_max`` texts; :meth:`Kernel.take_learning` hands out the next batch
+(the bot segments it in a worker thread), :meth:`Kernel.learn_pending` learns it at once (the replay).
 
 Persistence puts state back on start with :meth:`Kernel.restore_events` (non-terminal events; the
 waiting ones are scheduled again), :meth:`Kernel.restore_speeches` (the budgets) and
@@ -306,8 +313,8 @@ class Kernel:
     ) -> tuple[IngestAction, BotEvent, str, float | None]:
         verdict = self.budgets.actor(chat_id).can_speak(now, forced=True)
         deadline = now + self.settings.scheduling.forced_deadline
-        retry = verdict.retry_at
-        delayed = not verdict.allowed and retry is not None and retry <= deadline
+        retry = verdict.retry_by(deadline)
+        delayed = retry is not None
         payload: dict[str, object] = {"forced": True, "reasons": attention.reasons}
         if verdict.allowed:
             state = EventState.ELIGIBLE
@@ -393,8 +400,8 @@ class Kernel:
                 out.append(Activation(event, _READY, verdict.reason, self._triggers.get(event.id)))
                 self._count("ready")
                 continue
-            retry = verdict.retry_at
-            if retry is not None and (event.deadline is None or retry <= event.deadline):
+            retry = verdict.retry_by(event.deadline)
+            if retry is not None:
                 # Back to scheduled with the new time in one move (eligible -> scheduled is legal).
                 waiting = self.events.transition(event.id, EventState.SCHEDULED, now, not_before=retry)
                 self._supersession.hold(self.scheduler.schedule_event(waiting, now))
