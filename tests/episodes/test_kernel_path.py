@@ -60,7 +60,9 @@ async def test_wait_then_reactivation_through_kernel_due(
 
     first = kernel.ingest(said(clock, "灰风，等我拿下外卖再聊", 1, addressed=True))
     assert first.action == "act_now"
-    kernel.begin(first.event.id, clock.now())
+    assert first.activation is not None
+    began = kernel.deliberate(first.activation, clock.now())
+    assert began.recheck(clock.now()).proceed
     episode = Episode.start(
         id="ep-1",
         chat_id=first.event.chat_id,
@@ -75,7 +77,7 @@ async def test_wait_then_reactivation_through_kernel_due(
         episode, ScriptedReasoner([Wait(900, "等她拿外卖回来")]), tools, clock=clock, settings=settings
     )
     assert waiting.kind is OutcomeKind.WAITING
-    kernel.finish(first.event.id, clock.now(), EventState.SKIPPED, reason="waiting")
+    began.finish(clock.now(), EventState.SKIPPED, reason="waiting")
     resume_id = room.park(waiting.episode, clock.now(), forced=True)
     assert kernel.events.require(resume_id).kind == RESUME_KIND
 
@@ -93,7 +95,8 @@ async def test_wait_then_reactivation_through_kernel_due(
     assert resumed_activation.event.id != resume_id  # rescheduled earlier, the first one cancelled
     assert kernel.events.require(resume_id).state is EventState.SKIPPED
 
-    kernel.begin(resumed_activation.event.id, clock.now())
+    again = kernel.deliberate(resumed_activation, clock.now())
+    assert again.recheck(clock.now()).proceed
     resumed = room.take(episode_id_of(resumed_activation.event.payload) or "", clock.now())
     assert resumed is not None
 
@@ -104,7 +107,8 @@ async def test_wait_then_reactivation_through_kernel_due(
 
     done = await run_episode(resumed, ScriptedReasoner([welcome]), tools, clock=clock, settings=settings)
     assert done.reply == "外卖到啦？继续聊"
-    kernel.finish(resumed_activation.event.id, clock.now(), EventState.REPLIED)
+    again.spoke(clock.now())
+    again.finish(clock.now(), EventState.REPLIED)
     assert [a for a in kernel.due(clock.now() + 3_600) if a.event.kind == RESUME_KIND] == []
 
 
