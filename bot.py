@@ -25,21 +25,37 @@ Off loopback the bot refuses to start without ``ONEBOT_ACCESS_TOKEN``: whoever r
 otherwise connect as an account and speak as any user, superusers included. Only the reverse WebSocket
 is served (the adapter's HTTP event routes are not: they do not check the token).
 
-Exit status: 0 after a clean stop, 2 when the configuration is refused.
+``SUPERUSERS`` and ``PORT`` are read as people write them (``SUPERUSERS=12345``, ``12345,67890``,
+``[12345]`` or NoneBot's own JSON list of strings), from the environment or NoneBot's ``.env`` files;
+anything else is refused with one line naming the variable. The port is tried before anything starts.
+
+Exit status: 0 after a clean stop, 2 when the configuration is refused, 3 when the port is taken.
 """
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import json
 import os
+import re
 import signal
+import socket
 import sys
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from types import FrameType
 
 HERE = Path(__file__).resolve().parent
 DRIVER = "~fastapi+~websockets"
 EXIT_CONFIG = 2
+EXIT_PORT_BUSY = 3
+# A QQ id, or NoneBot's ``adapter:id`` form of a superuser.
+_SUPERUSER = re.compile(r"[A-Za-z0-9_.\-]+(?::[A-Za-z0-9_.\-]+)?")
+
+
+class LaunchError(ValueError):
+    """A launch variable that cannot be read; the message names it."""
 
 
 def _config_file() -> Path:
@@ -69,6 +85,84 @@ def listen_refusal(host: object, access_token: str | None) -> str | None:
     )
 
 
+def nonebot_setting(name: str, environ: Mapping[str, str], cwd: Path) -> str | None:
+    """A NoneBot setting as NoneBot will see it: the environment first, then ``.env.<ENVIRONMENT>``,
+    then ``.env`` (in the working directory)."""
+    if name in environ:
+        return environ[name]
+    from dotenv import dotenv_values
+
+    base = dotenv_values(cwd / ".env") if (cwd / ".env").is_file() else {}
+    environment = environ.get("ENVIRONMENT") or base.get("ENVIRONMENT") or "prod"
+    specific = cwd / f".env.{environment}"
+    for values in (dotenv_values(specific) if specific.is_file() else {}, base):
+        for key, value in values.items():
+            if key.upper() == name and value is not None:
+                return value
+    return None
+
+
+def parse_superusers(text: str) -> list[str]:
+    """``12345``, ``12345,67890``, ``12345 67890``, ``[12345]``, ``["12345"]`` -> ids as strings."""
+    stripped = text.strip()
+    items: list[object]
+    if stripped.startswith("["):
+        try:
+            loaded = json.loads(stripped)
+        except json.JSONDecodeError:
+            loaded = None
+        if not isinstance(loaded, list):
+            raise LaunchError(f"SUPERUSERS={text!r} is not a list of QQ ids (write SUPERUSERS=12345,67890)")
+        items = loaded
+    else:
+        items = [part for part in re.split(r"[\s,，]+", stripped) if part]
+    ids: list[str] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int | str):
+            raise LaunchError(f"SUPERUSERS={text!r}: {item!r} is not a QQ id")
+        ident = str(item).strip()
+        if not _SUPERUSER.fullmatch(ident):
+            raise LaunchError(f"SUPERUSERS={text!r}: {ident!r} is not a QQ id")
+        ids.append(ident)
+    return list(dict.fromkeys(ids))
+
+
+def parse_port(text: str) -> int:
+    try:
+        port = int(text.strip())
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise LaunchError(f"PORT={text!r} is not a port number (1-65535)")
+    return port
+
+
+def normalise_launch_environment(environ: MutableMapping[str, str], cwd: Path) -> None:
+    """Rewrite ``SUPERUSERS`` and ``PORT`` into the forms NoneBot reads (the environment wins over its
+    ``.env`` files, so a value read from a file is settled there too). Raises :class:`LaunchError`."""
+    superusers = nonebot_setting("SUPERUSERS", environ, cwd)
+    if superusers is not None:
+        environ["SUPERUSERS"] = json.dumps(parse_superusers(superusers))
+    port = nonebot_setting("PORT", environ, cwd)
+    if port is not None:
+        environ["PORT"] = str(parse_port(port))
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why the bot cannot listen on ``host:port`` (None when it can), found before anything starts."""
+    text = host.strip().strip("[]") or "127.0.0.1"
+    family = socket.AF_INET6 if ":" in text else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server itself will
+        try:
+            probe.bind((text, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"PORT={port} on {text} is already in use: stop what listens there or set another PORT"
+            return None  # e.g. a host name: the server will say
+    return None
+
+
 def _install_stop_handlers() -> list[int]:
     """Uvicorn re-raises the signal that stopped it once shutdown is done; catching it here turns a
     completed graceful shutdown into exit status 0 instead of death by SIGTERM."""
@@ -96,6 +190,11 @@ def main() -> int:
         print(f"greywind: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     os.environ["GREYWIND_CONFIG"] = str(path)  # the plugin reads the same file
+    try:
+        normalise_launch_environment(os.environ, Path.cwd())
+    except LaunchError as exc:
+        print(f"greywind: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
 
     level = os.environ.get("LOG_LEVEL", "INFO").upper()
     key_vars = [provider.api_key_env for provider in config.models.providers if provider.api_key_env]
@@ -115,6 +214,10 @@ def main() -> int:
     if refusal is not None:
         print(f"greywind: {refusal}", file=sys.stderr)
         return EXIT_CONFIG
+    busy = port_taken(str(driver.config.host), int(driver.config.port))
+    if busy is not None:
+        print(f"greywind: {busy}", file=sys.stderr)
+        return EXIT_PORT_BUSY
     nonebot.load_plugin("plugins.greywind")
     # Imported after the plugin is loaded: importing a plugin's module first would bypass NoneBot's loader.
     from plugins.greywind.frame_lanes import LaneRules

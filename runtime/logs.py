@@ -11,7 +11,11 @@ subsystem (``structlog.get_logger("greywind.outbound")``) and bind their context
   (the OneBot access token, model API keys) is masked wherever it appears in any string, including
   NoneBot's own log lines (its DEBUG start-up line prints the whole config, token included).
 * **NoneBot.** NoneBot and uvicorn log through loguru; :func:`route_loguru` replaces loguru's handlers
-  with one that forwards to structlog, so the process writes one format.
+  with one that forwards to structlog, so the process writes one format. NoneBot's two lines per
+  matcher run ("Event will be handled by …", "… running complete") are dropped unless the level is
+  DEBUG: the bot's own lines say what happened to a message.
+* **Time.** JSON lines carry ISO UTC timestamps; the console format shows local time, as an operator
+  reads a clock.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ _SECRET_KEY = re.compile(r"(token|secret|password|passwd|api_?key|authorization|
 # Values shorter than this are not masked inside other strings (too many false hits, little to leak).
 _MIN_SECRET_LEN = 4
 _LOGURU_METHODS = {5: "debug", 10: "debug", 20: "info", 25: "info", 30: "warning", 40: "error", 50: "error"}
+# NoneBot's two INFO lines per matcher run.
+_MATCHER_LINE = re.compile(r"^Event will be handled by |running complete$")
 _LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
 
@@ -110,7 +116,11 @@ def configure_logging(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            (
+                structlog.processors.TimeStamper(fmt="iso", utc=True)
+                if json
+                else structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False)
+            ),
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
             redactor,
@@ -140,7 +150,15 @@ def route_loguru(redactor: Redactor, *, level: str = "INFO") -> None:
             fields["error"] = redactor.mask(repr(record["exception"].value))[:2000]
         getattr(target, method)(redactor.mask(str(record["message"])), **fields)
 
+    def wanted(record: Any) -> bool:
+        return not (
+            threshold > _LEVELS["DEBUG"]
+            and record["level"].no <= _LEVELS["INFO"]
+            and str(record["name"]).startswith("nonebot")
+            and _MATCHER_LINE.search(record["message"]) is not None
+        )
+
     loguru_logger.remove()
     # The level given to loguru too, so records below it are dropped before they are formatted
     # (NoneBot logs every event at SUCCESS; formatting them all costs more than handling them).
-    loguru_logger.add(sink, level=threshold, colorize=False, backtrace=False, diagnose=False)
+    loguru_logger.add(sink, level=threshold, filter=wanted, colorize=False, backtrace=False, diagnose=False)

@@ -395,7 +395,7 @@ class Outbound:
             for index, part in enumerate(parts):
                 self._record(chat_id, part, None, reply_to if index == 0 else None, shadow=True)
             self._shadow_parts += len(parts)
-            log.info("shadow_send", chat_id=chat_id, parts=len(parts), text=text[:200])
+            log.info("shadow_send", chat_id=chat_id, parts=len(parts), text=_log_excerpt(parts))
             return SendResult(chat_id, False, "shadow", tuple(parts))
         lock = self._locks.get(chat_id)
         if lock is None:
@@ -428,6 +428,7 @@ class Outbound:
             ids.append(message_id)
             self._sent_parts += 1
             self._record(chat_id, part, message_id or None, quote, shadow=False)
+        log.info("sent", chat_id=chat_id, parts=len(parts), text=_log_excerpt(parts), admin=admin)
         return SendResult(chat_id, True, "sent", tuple(parts), tuple(ids), attempts)
 
     async def _send_one(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
@@ -515,3 +516,12 @@ def _message_id(result: Any) -> str:
         return str(result["message_id"])
     # Some implementations answer without an id; the send still happened.
     return ""
+
+
+LOG_TEXT_CHARS = 120
+
+
+def _log_excerpt(parts: list[str]) -> str:
+    """What a send line shows of the text: its start, cut short (the whole reply is in the store)."""
+    text = " / ".join(parts)
+    return text if len(text) <= LOG_TEXT_CHARS else text[: LOG_TEXT_CHARS - 1] + "…"

@@ -3,7 +3,9 @@
 Opens the database (``$GREYWIND_DATA_DIR/greywind.sqlite3`` unless a path is given) exactly as the
 bot does — migrations included, and ``PRAGMA quick_check`` on opening — and prints its schema version
 and rows per table. ``--backup FILE`` also writes a consistent copy. Exit status 1 on a store error (a
-corrupt file that fails the check, a locked or a newer-schema file), with the error's message.
+corrupt file that fails the check, a locked or a newer-schema file), with the error's message, and when
+there is no database at the path: a mistyped path must not leave a new empty database behind. A data
+directory stands for the database in it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backup", type=Path, help="also write a consistent copy to this new file")
     args = parser.parse_args(argv)
     path = args.path or data_dir_from_env() / DB_FILENAME
+    if path.is_dir():
+        path = path / DB_FILENAME
+    if not path.is_file():
+        print(
+            f"error: no database at {path} (the bot's is {DB_FILENAME} in its data directory)",
+            file=sys.stderr,
+        )
+        return 1
     try:
         asyncio.run(_report(path, args.backup))
     except (StoreError, FileExistsError) as exc:

@@ -164,6 +164,22 @@ async def test_with_a_model_configured_the_bot_speaks(model_bot: BotProcess) -> 
         assert "正常发言" in call.text
 
 
+async def test_what_the_bot_sends_is_logged_and_nonebots_matcher_lines_are_not(model_bot: BotProcess) -> None:
+    group = 775_101
+    async with connected_peer(model_bot, self_id=SELF_ID) as peer:
+        await peer.say_in_group(group, 42, ob.at(SELF_ID), " 在吗")
+        call = await peer.wait_for_call("send_group_msg", lambda c: c.params.get("group_id") == group)
+    (sent,) = await model_bot.await_log("sent", lambda r: str(group) in str(r.get("chat_id")))
+    assert sent["level"] == "info"
+    assert sent["text"] == call.text
+    matcher_lines = [
+        r
+        for r in model_bot.records()
+        if "running complete" in str(r.get("event")) or "will be handled by" in str(r.get("event"))
+    ]
+    assert matcher_lines == []
+
+
 async def test_notices_ban_lift_poke_and_recall(model_bot: BotProcess) -> None:
     group = 776_001
     to_group = f"group:{group}"

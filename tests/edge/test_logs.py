@@ -71,6 +71,44 @@ def test_nonebot_loguru_lines_are_routed_and_masked(stream: io.StringIO) -> None
     assert "<y>" not in str(record["event"])
 
 
+@pytest.mark.parametrize(("level", "kept"), [("INFO", ["Received message"]), ("DEBUG", None)])
+def test_nonebot_matcher_lines_are_dropped_unless_debugging(
+    stream: io.StringIO, level: str, kept: list[str] | None
+) -> None:
+    from loguru import logger
+
+    redactor = configure_logging(json=True, level=level, stream=stream)
+    route_loguru(redactor, level=level)
+    lines_by_source = {
+        "nonebot": "Event will be handled by Matcher(type='message')",
+        "nonebot.internal.matcher.matcher": "Matcher(type='message') running complete",
+        "nonebot.adapters.onebot.v11": "Received message",
+    }
+    try:
+        for source, text in lines_by_source.items():
+            logger.patch(lambda record, source=source: record.update(name=source)).info(text)
+    finally:
+        logger.remove()
+    events = [r["event"] for r in lines(stream)]
+    assert events == (kept if kept is not None else list(lines_by_source.values()))
+
+
+def test_the_console_format_shows_local_time(stream: io.StringIO, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    try:
+        configure_logging(json=False, stream=stream)
+        structlog.get_logger("greywind.test").info("hello")
+        expected_hour = time.strftime("%Y-%m-%d %H", time.localtime())
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert stream.getvalue().startswith(expected_hour), stream.getvalue()
+    assert "T" not in stream.getvalue().split(" ")[0]  # not the ISO UTC stamp of the JSON lines
+
+
 def test_secret_values_come_from_variables_named_like_secrets() -> None:
     env = {
         "ONEBOT_ACCESS_TOKEN": TOKEN,

@@ -46,3 +46,22 @@ def test_a_corrupt_file_is_reported_not_raised(tmp_path: Path, capsys: pytest.Ca
     path.write_bytes(b"garbage" * 50)
     assert main([str(path)]) == 1
     assert "corrupt" in capsys.readouterr().err
+
+
+def test_a_mistyped_path_is_refused_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "greywnid.sqlite3"
+    assert main([str(missing)]) == 1
+    assert "no database" in capsys.readouterr().err
+    assert not missing.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_data_directory_stands_for_its_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    async def make() -> None:
+        await (await SqliteStore.open(tmp_path / DB_FILENAME)).close()
+
+    asyncio.run(make())
+    assert main([str(tmp_path)]) == 0
+    assert str(tmp_path / DB_FILENAME) in capsys.readouterr().out
