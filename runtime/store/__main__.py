@@ -4,6 +4,10 @@ Opens the database (``$GREYWIND_DATA_DIR/greywind.sqlite3`` unless a path is giv
 bot does — migrations included, and ``PRAGMA quick_check`` on opening — and prints its schema version
 and rows per table. ``--backup FILE`` also writes a consistent copy. Exit status 1 on a store error (a
 corrupt file that fails the check, a locked or a newer-schema file), with the error's message.
+
+It is the SQLite backend's tool, whatever ``[store] backend`` says: it opens a database file by its
+path and reads what only that backend has (schema version, tables, online backup), so it uses
+``SqliteStore`` itself rather than a backend by name.
 """
 
 from __future__ import annotations
