@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Protocol
 
@@ -117,3 +120,22 @@ def test_the_roles_split_the_store_protocol_without_overlap() -> None:
             seen[name] = role.__name__
     every = {n for n in dir(Store) if not n.startswith("_") and callable(getattr(Store, n))}
     assert set(seen) == every
+
+
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+
+
+def test_the_contract_suite_runs_over_a_backend_registered_before_collection() -> None:
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [*PYTEST, "-p", "tests.store.registered_later", "tests/store/test_contract.py", "-k", "later"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    passed = re.search(r"(\d+) passed", run.stdout)
+    assert passed is not None, run.stdout
+    assert int(passed.group(1)) > 30  # the whole contract, over the "later" backend
