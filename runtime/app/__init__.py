@@ -15,8 +15,8 @@ model, tools and store.
     ids.py          ids unique across restarts that can give a restored thread its old id
 
 The package defines no exceptions of its own: start-up failures are the store's (``StoreError``
-family) and reach the lifespan; after start every failure is caught, logged with its chat, thread and
-episode, and kept local.
+family, or ``ConfigError`` for an unknown ``store.backend``) and reach the lifespan; after start
+every failure is caught, logged with its chat, thread and episode, and kept local.
 """
 
 from runtime.app.runtime import Runtime, RuntimeStatistics, build_runtime

@@ -1,8 +1,9 @@
 """The parts that need the store: opened on start, in dependency order.
 
-The SQLite store (``greywind.sqlite3`` under the data directory) and its writer; the memory layer
-(rolling summary and user profiles) when a model can compress; the Context Runtime on top of both,
-fed by the runtime's recent buffer and writing message→topic links through the writer.
+The store (``[store] backend``, by default ``greywind.sqlite3`` under the data directory) and its
+writer; the memory layer (rolling summary and user profiles) when a model can compress; the Context
+Runtime on top of both, fed by the runtime's recent buffer and writing message→topic links through
+the writer.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import structlog
 from runtime.app.handoff_model import RouterSummarizer
 from runtime.context.setup import context_runtime
 from runtime.memory.layers import five_layer_runtime, memory_layer
+from runtime.store.backends import open_store
 from runtime.store.records import TopicLink
-from runtime.store.sqlite.schema import DB_FILENAME
-from runtime.store.sqlite.store import SqliteStore
 from runtime.store.writer import StoreWriter
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ TOOLS_RESERVE_TOKENS = 3_000
 async def open_store_parts(rt: Runtime) -> None:
     """Set ``rt.store``, ``rt.writer``, ``rt.memory`` and ``rt.context``."""
     config = rt.config
-    rt.store = await SqliteStore.open(rt.data_dir / DB_FILENAME, config=config.store)
+    rt.store = await open_store(config.store, rt.data_dir)
     rt.writer = StoreWriter.from_config(rt.store, config.store)
 
     def link(item: TopicLink) -> None:

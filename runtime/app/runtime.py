@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from plugins.greywind.outbound import Outbound, SentRecord
     from runtime.context.setup import ContextRuntime
     from runtime.memory.layers import MemoryLayer
-    from runtime.store.sqlite.store import SqliteStore
+    from runtime.store.protocol import Store
     from runtime.store.writer import StoreWriter
 
 __all__ = ["Runtime", "RuntimeStatistics", "build_runtime"]
@@ -180,7 +180,7 @@ class Runtime:
         self.loop = ActivationLoop(self)
         self.maintenance = Maintenance(self)
         # Made in start(): they need the store.
-        self.store: SqliteStore
+        self.store: Store
         self.writer: StoreWriter
         self.context: ContextRuntime
         self.memory: MemoryLayer | None = None

@@ -1,7 +1,8 @@
-"""``[store]``: the SQLite database and the writer task that feeds it.
+"""``[store]``: the backend, the SQLite database and the writer task that feeds it.
 
-The database file is ``greywind.sqlite3`` under the data directory, which comes from the
-``GREYWIND_DATA_DIR`` environment variable (default ``./data``), not from this table: see
+``backend`` names a registered store backend (``runtime.store.backends``): ``sqlite``, the file
+``greywind.sqlite3`` under the data directory, or ``memory``, nothing kept. The data directory comes
+from the ``GREYWIND_DATA_DIR`` environment variable (default ``./data``), not from this table: see
 ``runtime.store.paths.data_dir_from_env``.
 """
 
@@ -13,6 +14,9 @@ from runtime.config._base import Section
 
 
 class StoreConfig(Section):
+    # The name a backend is registered under (runtime.store.backends). Checked when the store is
+    # opened, against the names registered by then: an unknown one is refused, listing them.
+    backend: str = Field(default="sqlite", min_length=1)
     # The writer commits its queue once per interval (or sooner, at flush_max_items). A kill -9
     # loses at most the messages queued since the last commit: about one interval.
     flush_interval_ms: int = Field(default=200, ge=10, le=10_000)

@@ -44,8 +44,8 @@ from runtime.context.retrieval import RetrievalEngine, RetrievalQuery
 from runtime.context.sessions import SessionManager, interruption_lines
 from runtime.context.tasks import task_lines
 from runtime.kernel.message import ChatMessage
-from runtime.store.protocol import Store
 from runtime.store.records import Session, StoredMessage, TopicThread
+from runtime.store.roles import ConversationRows, MemoryLayerRows
 
 __all__ = [
     "BuildReason",
@@ -148,7 +148,7 @@ class SummaryProvider(Protocol):
 class StoreProfiles:
     """Seed 001 layer 3 from the store's user profiles."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: MemoryLayerRows) -> None:
         self._store = store
 
     async def profile(self, user_id: str, chat_id: str) -> UserProfileSlot | None:
@@ -161,7 +161,7 @@ class StoreProfiles:
 class StoreSummaries:
     """Seed 001 layer 4 from the store's rolling summary of the chat, sections in ``priority`` order."""
 
-    def __init__(self, store: Store, priority: tuple[str, ...] = ()) -> None:
+    def __init__(self, store: MemoryLayerRows, priority: tuple[str, ...] = ()) -> None:
         self._store = store
         self._priority = priority
 
@@ -218,7 +218,7 @@ class ContextBuilder:
 
     def __init__(
         self,
-        store: Store,
+        store: ConversationRows,
         *,
         persona: PersonaSlot,
         resolver: ThreadResolver,

@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.context.packet import HandoffSlot
 from runtime.kernel.ids import IdFactory, counter_ids
-from runtime.store.protocol import Store
 from runtime.store.records import Handoff, Session
+from runtime.store.roles import ContextRows
 
 __all__ = [
     "HandoffDigest",
@@ -195,7 +195,7 @@ class HandoffManager:
 
     def __init__(
         self,
-        store: Store,
+        store: ContextRows,
         *,
         summarizer: Summarizer | None = None,
         timeout: float = 20.0,

@@ -35,8 +35,8 @@ from typing import Any
 from runtime.context.errors import UnknownTopicThreadError
 from runtime.context.lexical import is_chatter, lexical_score, query_terms, strip_names, wants_continuation
 from runtime.kernel.ids import IdFactory, counter_ids
-from runtime.store.protocol import Store
 from runtime.store.records import TopicLink, TopicThread, TopicThreadStatus
+from runtime.store.roles import ConversationWrites
 from runtime.store.text import parse_query
 
 __all__ = ["CASUAL", "Resolution", "ResolveRule", "ResolverSettings", "ResolverStatistics", "ThreadResolver"]
@@ -124,7 +124,7 @@ class ThreadResolver:
 
     def __init__(
         self,
-        store: Store,
+        store: ConversationWrites,
         *,
         settings: ResolverSettings | None = None,
         ids: IdFactory | None = None,

@@ -36,8 +36,8 @@ import structlog
 from runtime.context._gather import gather
 from runtime.context.lexical import by_rarity, lexical_score, query_terms
 from runtime.context.packet import RetrievedSlot
-from runtime.store.protocol import MemoryScope, Store
 from runtime.store.records import Memory, ScopeType, StoredMessage
+from runtime.store.roles import MemoryScope, RecallRows
 
 __all__ = [
     "Embedder",
@@ -157,7 +157,11 @@ class RetrievalEngine:
     )
 
     def __init__(
-        self, store: Store, *, settings: RetrievalSettings | None = None, embedder: Embedder | None = None
+        self,
+        store: RecallRows,
+        *,
+        settings: RetrievalSettings | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self._store = store
         self._settings = settings or RetrievalSettings()

@@ -30,7 +30,6 @@ from runtime.context.errors import IllegalSessionTransitionError, UnknownSession
 from runtime.context.handoffs import HandoffManager, HandoffRequest, digest_of
 from runtime.context.tasks import OPEN_TASK_STATUSES
 from runtime.kernel.ids import IdFactory, counter_ids
-from runtime.store.protocol import Store
 from runtime.store.records import (
     OPEN_SESSION_STATES,
     Handoff,
@@ -39,6 +38,7 @@ from runtime.store.records import (
     TopicThread,
     TranscriptArchive,
 )
+from runtime.store.roles import ConversationRows
 
 __all__ = [
     "CloseReason",
@@ -132,7 +132,7 @@ class SessionManager:
 
     def __init__(
         self,
-        store: Store,
+        store: ConversationRows,
         handoffs: HandoffManager,
         *,
         settings: SessionSettings | None = None,

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from runtime.context.errors import UnknownTaskError, UnknownTopicThreadError
 from runtime.context.packet import TaskLine
 from runtime.kernel.ids import IdFactory, counter_ids
-from runtime.store.protocol import Store
 from runtime.store.records import Task, TaskStatus
+from runtime.store.roles import ContextRows
 
 __all__ = ["OPEN_TASK_STATUSES", "TaskBook", "TaskBookStatistics", "task_lines"]
 
@@ -41,7 +41,7 @@ class TaskBook:
 
     __slots__ = ("_concluded", "_created", "_ids", "_store", "_updated")
 
-    def __init__(self, store: Store, *, ids: IdFactory | None = None) -> None:
+    def __init__(self, store: ContextRows, *, ids: IdFactory | None = None) -> None:
         self._store = store
         self._ids = ids or counter_ids()
         self._created = 0

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 from runtime.context.errors import ContextError
 from runtime.context.resolver import ThreadResolver
 from runtime.context.tasks import OPEN_TASK_STATUSES, TaskBook
-from runtime.store.protocol import Store
 from runtime.store.records import Task, TaskStatus
+from runtime.store.roles import ContextRows
 from runtime.tools import ToolContext, ToolRegistry, ToolSpec
 
 __all__ = ["register_task_tools"]
@@ -48,7 +48,7 @@ def _line(task: Task) -> str:
 
 
 def register_task_tools(
-    registry: ToolRegistry, *, tasks: TaskBook, resolver: ThreadResolver, store: Store
+    registry: ToolRegistry, *, tasks: TaskBook, resolver: ThreadResolver, store: ContextRows
 ) -> Callable[[], None]:
     """Add ``task_create``, ``task_list``, ``task_update`` and ``task_conclude``; returns their disposer."""
 

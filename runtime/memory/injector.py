@@ -60,8 +60,8 @@ from runtime.memory.triggers import (
     note_round,
     note_session_start,
 )
-from runtime.store.protocol import Store
 from runtime.store.records import MemorySummary, StoredMessage
+from runtime.store.roles import SummaryRows
 
 __all__ = ["CompressionOutcome", "Compressor", "InjectorStatistics", "MemoryInjector", "SummaryListener"]
 
@@ -152,7 +152,7 @@ class MemoryInjector:
 
     def __init__(
         self,
-        store: Store,
+        store: SummaryRows,
         compressor: Compressor,
         *,
         settings: InjectorSettings | None = None,

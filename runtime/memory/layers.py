@@ -28,6 +28,7 @@ from runtime.memory.injector import Compressor, MemoryInjector
 from runtime.memory.profiles import UserProfiles
 from runtime.memory.settings import InjectorSettings
 from runtime.store.protocol import Store
+from runtime.store.roles import SummaryRows
 
 __all__ = ["MemoryLayer", "five_layer_runtime", "memory_layer"]
 
@@ -43,7 +44,7 @@ class MemoryLayer:
 
 
 def memory_layer(
-    store: Store,
+    store: SummaryRows,
     config: Any,
     router: Compressor,
     *,

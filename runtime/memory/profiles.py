@@ -28,8 +28,8 @@ import structlog
 from runtime.context.packet import UserProfileSlot
 from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
 from runtime.memory.summary import SummaryBody
-from runtime.store.protocol import Store
 from runtime.store.records import StoredMessage, UserProfile
+from runtime.store.roles import MemoryLayerRows
 
 __all__ = ["ProfileStatistics", "UserProfiles"]
 
@@ -56,7 +56,7 @@ def _key_of(line: str) -> str | None:
 class UserProfiles:
     """Reads and updates user profiles; a bounded cache in front of the store."""
 
-    def __init__(self, store: Store, *, max_preferences: int = 12, cache_size: int = 2_048) -> None:
+    def __init__(self, store: MemoryLayerRows, *, max_preferences: int = 12, cache_size: int = 2_048) -> None:
         self._store = store
         self._max_preferences = max_preferences
         self._cache_size = cache_size

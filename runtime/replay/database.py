@@ -17,14 +17,16 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from runtime.config.store import StoreConfig
 from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
 from runtime.replay import ReplayInputError
 from runtime.replay.addressing import Addressing, truncate_text
 from runtime.replay.engine import platform_id
 from runtime.replay.reader import SourceMessage
+from runtime.store.backends import open_store
 from runtime.store.errors import StoreError
 from runtime.store.records import StoredMessage
-from runtime.store.sqlite import DB_FILENAME, SqliteStore
+from runtime.store.sqlite import DB_FILENAME
 
 __all__ = ["convert_stored", "guess_self_id", "load_stored_messages"]
 
@@ -35,7 +37,8 @@ async def load_stored_messages(data_dir: Path) -> list[StoredMessage]:
     if not file.is_file():
         raise ReplayInputError(f"no GreyWind database at {file} (is DATA_DIR the bot's GREYWIND_DATA_DIR?)")
     try:
-        store = await SqliteStore.open(file)
+        # The bot's database file, so the SQLite backend by name, whatever the config says.
+        store = await open_store(StoreConfig(backend="sqlite"), data_dir)
     except StoreError as exc:
         raise ReplayInputError(f"cannot open {file}: {exc}") from exc
     try:

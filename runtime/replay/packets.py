@@ -1,8 +1,8 @@
 """The packet the bot would have sent for each ``would_speak``, assembled by the Context Runtime.
 
-A scratch SQLite store (the bot's own backend, in a temporary directory) is fed with the replayed
-messages as the bot's store writer would feed its database (in batches, flushed before each packet:
-one transaction per would-speak rather than one per message), and
+A scratch store (the bot's own backend, ``[store] backend``, in a temporary directory) is fed with
+the replayed messages as the bot's store writer would feed its database (in batches, flushed before
+each packet: one transaction per would-speak rather than one per message), and
 :func:`runtime.context.setup.context_runtime` is built from the same config, so each packet is what the
 bot would have assembled at that moment: persona, topic thread, session dialogue (the conversation
 thread), retrieval, ... The replay has no model, so the bot's own replies are not in
@@ -26,9 +26,9 @@ from runtime.kernel.ids import counter_ids
 from runtime.kernel.message import ChatMessage, parse_chat_id
 from runtime.llm.tokens import TokenEstimator
 from runtime.replay.engine import ActivationLine
+from runtime.store.backends import open_store
 from runtime.store.protocol import Store
 from runtime.store.records import StoredMessage
-from runtime.store.sqlite import DB_FILENAME, SqliteStore
 
 __all__ = ["PacketAssembler", "PacketStatistics"]
 
@@ -75,8 +75,9 @@ class PacketAssembler:
     async def open(
         cls, config: GreyWindConfig, *, scratch: Path, directory: Path | None = None
     ) -> PacketAssembler:
-        """An assembler over a fresh SQLite store in ``scratch`` (a directory the caller removes)."""
-        store = await SqliteStore.open(scratch / DB_FILENAME)
+        """An assembler over a fresh store of the configured backend in ``scratch`` (a directory the
+        caller removes)."""
+        store = await open_store(config.store, scratch)
         return cls(config, store, directory=directory)
 
     def note(self, message: ChatMessage, thread_id: str) -> None:

@@ -1,9 +1,11 @@
-"""Persistence: the storage protocol and its records, an in-memory and an aiosqlite backend, the writer.
+"""Persistence: the storage roles and their records, backends by name (in-memory, aiosqlite), the writer.
 
 ::
 
     records.py      frozen dataclasses, one per record kind (the values stored)
-    protocol.py     the ``Store`` Protocol every backend implements, ``RestorePolicy``
+    roles.py        the role Protocols consumers take (``MessageRows``, ``ContextRows``...); ``RestorePolicy``
+    protocol.py     ``Store``, the union of the roles, which every backend implements; its conventions
+    backends.py     ``open_store(config, data_dir)``: the ``[store] backend`` by name; ``register_backend``
     errors.py       the store's exception tree
     text.py         jieba segmentation for the full-text indexes (same rules in both backends)
     memory.py       ``MemoryStore``: in-memory, for tests and the replay tool (+ memory_tables.py)
@@ -12,11 +14,11 @@
     writer.py       ``StoreWriter``: bounded queue, one transaction per flush interval, counted drops
     restore.py      ``load_runtime_state`` on the Protocol alone
     paths.py        ``data_dir_from_env()``: ``GREYWIND_DATA_DIR``, default ``./data``
-    __main__.py     ``python -m runtime.store [PATH] [--backup FILE]``: status, rows per table, backup
+    __main__.py     ``python -m runtime.store [PATH] [--backup FILE]``: an SQLite file's status, rows, backup
 
 Wiring (the lifespan owns it)::
 
-    store = await SqliteStore.open()                      # $GREYWIND_DATA_DIR/greywind.sqlite3
+    store = await open_store(cfg.store, data_dir)        # sqlite: data_dir/greywind.sqlite3
     state = await store.load_runtime_state(now=clock.now(), policy=RestorePolicy.from_config(cfg.store))
     writer = StoreWriter.from_config(store, cfg.store)
     task_group.start_soon(writer.run)                     # or: async with writer: ...

@@ -6,6 +6,10 @@ and rows per table. ``--backup FILE`` also writes a consistent copy. Exit status
 corrupt file that fails the check, a locked or a newer-schema file), with the error's message, and when
 there is no database at the path: a mistyped path must not leave a new empty database behind. A data
 directory stands for the database in it.
+
+It is the SQLite backend's tool, whatever ``[store] backend`` says: it opens a database file by its
+path and reads what only that backend has (schema version, tables, online backup), so it uses
+``SqliteStore`` itself rather than a backend by name.
 """
 
 from __future__ import annotations

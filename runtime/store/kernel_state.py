@@ -28,7 +28,7 @@ from runtime.store.records import EventRecord, LexiconTermRecord, RuntimeState, 
 
 if TYPE_CHECKING:
     from runtime.kernel.kernel import Kernel
-    from runtime.store.protocol import Store
+    from runtime.store.roles import LexiconRows
 
 
 def event_record(event: BotEvent) -> EventRecord:
@@ -109,7 +109,7 @@ def keyword_snapshots(records: Iterable[LexiconTermRecord]) -> list[KeywordSnaps
     return [KeywordSnapshot(key, tuple(terms)) for key, terms in by_key.items()]
 
 
-async def save_lexicon_changes(store: Store, changes: LexiconChanges) -> int:
+async def save_lexicon_changes(store: LexiconRows, changes: LexiconChanges) -> int:
     """Bring the stored lexicon up to date with ``DynamicLexicon.take_changes()``; returns rows touched."""
     await store.save_lexicon_terms([term_record(key, term) for key, term in changes.changed])
     for key, text in changes.removed:

@@ -1,6 +1,22 @@
-"""The storage contract: one Protocol, an in-memory and an SQLite backend, one contract test suite.
+"""The storage contract: ``Store``, the union of the role Protocols, and the rules every backend keeps.
 
-Conventions every backend keeps (``tests/store/test_contract.py`` checks them):
+``Store`` is what a backend implements (``runtime.store.backends`` opens one by name); a consumer
+depends on the roles it uses (``runtime.store.roles``), 68 methods in all::
+
+    StoreLifecycle     2  close, statistics
+    BatchWrites        1  write (the writer task's batches)
+    MessageRows       10  messages: append, look up, list, search, count
+    EventRows         12  the kernel's events, scheduled activations and speech log
+    LexiconRows        4  lexicon terms
+    ContextRows       15  topic threads, sessions and transcripts, handoffs, tasks
+    MemoryRows         8  long-term memories and their embeddings
+    MemoryLayerRows    6  rolling summaries and user profiles
+    LedgerRows         3  token usage per chat and day
+    EpisodeRows        6  episodes, their steps, tool calls
+    RuntimeStateRows   1  load_runtime_state (read across the roles above)
+
+Conventions every backend keeps (``tests/store/test_contract.py`` checks them, on every registered
+backend):
 
 - Upserts replace the whole record under its key (see ``runtime.store.records`` for the keys).
   Messages have no key: each is its own row, a repeated delivery of one message is kept once, and
@@ -21,327 +37,67 @@ Conventions every backend keeps (``tests/store/test_contract.py`` checks them):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from runtime.config.store import StoreConfig
-from runtime.store.records import (
-    EpisodeRecord,
-    EpisodeStep,
-    EventRecord,
-    Handoff,
-    LexiconTermRecord,
-    Memory,
-    MemoryHit,
-    MemorySummary,
-    MemoryVector,
-    MessageHit,
-    RuntimeState,
-    ScheduledActivation,
-    ScopeType,
-    Session,
-    SessionState,
-    SpeechRecord,
-    StoredMessage,
-    Task,
-    TaskStatus,
-    TokenUsage,
-    ToolCallRecord,
-    TopicThread,
-    TopicThreadStatus,
-    TranscriptArchive,
-    UserProfile,
-    WriteItem,
+from runtime.store.roles import (
+    DEFAULT_RESTORE,
+    BatchWrites,
+    ContextRows,
+    ConversationRows,
+    ConversationWrites,
+    EpisodeRows,
+    EventRows,
+    LedgerRows,
+    LexiconRows,
+    MemoryLayerRows,
+    MemoryRows,
+    MemoryScope,
+    MessageRows,
+    RecallRows,
+    RestorePolicy,
+    RuntimeStateRows,
+    StoreLifecycle,
+    StoreStatistics,
+    SummaryRows,
 )
 
-#: A memory scope a caller is allowed to see: ``(ScopeType.CHAT, "group:1")``, ``(ScopeType.IDENTITY, "")``.
-MemoryScope = tuple[ScopeType, str]
-
-
-@dataclass(frozen=True, slots=True)
-class StoreStatistics:
-    """``messages`` is the number of stored messages; the write counters count ``write`` batches and
-    items since the store was opened, and the writes that failed (each failure raised to the caller)."""
-
-    backend: str
-    messages: int
-    batches_written: int
-    items_written: int
-    write_failures: int
-    schema_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class RestorePolicy:
-    """How far back ``load_runtime_state`` looks (seconds before ``now``)."""
-
-    speech_window: float = 86_400.0
-    message_window: float = 3_600.0
-    messages_per_chat: int = 200
-
-    @classmethod
-    def from_config(cls, config: StoreConfig) -> RestorePolicy:
-        return cls(
-            speech_window=config.restore_speech_window_ms / 1000,
-            message_window=config.restore_message_window_ms / 1000,
-            messages_per_chat=config.restore_messages_per_chat,
-        )
-
-
-DEFAULT_RESTORE = RestorePolicy()
+__all__ = [
+    "DEFAULT_RESTORE",
+    "BatchWrites",
+    "ContextRows",
+    "ConversationRows",
+    "ConversationWrites",
+    "EpisodeRows",
+    "EventRows",
+    "LedgerRows",
+    "LexiconRows",
+    "MemoryLayerRows",
+    "MemoryRows",
+    "MemoryScope",
+    "MessageRows",
+    "RecallRows",
+    "RestorePolicy",
+    "RuntimeStateRows",
+    "Store",
+    "StoreLifecycle",
+    "StoreStatistics",
+    "SummaryRows",
+]
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Async storage for everything GreyWind keeps across restarts."""
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    async def close(self) -> None:
-        """Release the backend (idempotent). Later calls raise ``StoreClosedError``."""
-
-    def statistics(self) -> StoreStatistics: ...
-
-    # -- batched writes (the writer task's entry point) -------------------------------------------
-
-    async def write(self, items: Sequence[WriteItem]) -> None:
-        """Apply every item in one transaction (all or none). A message already stored (the same
-        delivery, ``records.same_delivery``) is not stored again."""
-
-    # -- messages --------------------------------------------------------------------------------
-
-    async def append_messages(self, messages: Sequence[StoredMessage]) -> None: ...
-
-    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None:
-        """The most recent message of the chat with this platform id."""
-
-    async def get_messages(self, chat_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
-        """The most recent message for each id, in the order of ``message_ids``; missing ids are skipped."""
-
-    async def recent_messages(
-        self, chat_id: str, *, limit: int = 50, before: float | None = None
-    ) -> list[StoredMessage]:
-        """The latest ``limit`` messages of a chat (strictly before ``before`` if given), oldest first."""
-
-    async def list_messages(
-        self, chat_id: str, *, since: float | None = None, until: float | None = None, limit: int = 1000
-    ) -> list[StoredMessage]:
-        """Messages of a chat with ``since <= time < until``, oldest first, at most ``limit`` (earliest)."""
-
-    async def conversation_messages(self, thread_id: str, *, limit: int = 50) -> list[StoredMessage]:
-        """The latest ``limit`` messages of a *conversation* thread (the kernel's), oldest first."""
-
-    async def topic_messages(
-        self, topic_thread_id: str, *, chat_id: str | None = None, limit: int = 50
-    ) -> list[StoredMessage]:
-        """The latest ``limit`` messages linked to a *topic* thread, oldest first."""
-
-    async def search_messages(
-        self,
-        query: str,
-        *,
-        chat_ids: Collection[str],
-        limit: int = 10,
-        topic_thread_id: str | None = None,
-        include_recalled: bool = False,
-    ) -> list[MessageHit]:
-        """Full-text search inside the given chats only; best first."""
-
-    async def count_messages(self, chat_id: str | None = None) -> int: ...
-
-    async def messages_since(self, since: float, *, per_chat: int = 200) -> list[StoredMessage]:
-        """Each chat's latest ``per_chat`` messages with ``time >= since``; oldest first overall."""
-
-    # -- kernel events and scheduled activations ---------------------------------------------------
-
-    async def save_event(self, event: EventRecord) -> None: ...
-
-    async def get_event(self, event_id: str) -> EventRecord | None: ...
-
-    async def delete_event(self, event_id: str) -> bool: ...
-
-    async def load_events(self, *, states: Collection[str] | None = None) -> list[EventRecord]:
-        """Events (in the given states, if any), oldest ``created_at`` first."""
-
-    async def prune_events(self, *, states: Collection[str], updated_before: float) -> int:
-        """Delete events in ``states`` not updated since ``updated_before``; returns how many."""
-
-    async def save_activation(self, activation: ScheduledActivation) -> None: ...
-
-    async def delete_activation(self, event_id: str) -> bool: ...
-
-    async def load_pending_activations(self) -> list[ScheduledActivation]:
-        """Every stored activation, earliest ``not_before`` first (higher priority first on ties)."""
-
-    # -- speech log (budgets) ------------------------------------------------------------------------
-
-    async def append_speech(self, speech: SpeechRecord) -> None: ...
-
-    async def recent_speeches(self, chat_id: str, *, since: float) -> list[SpeechRecord]:
-        """The chat's speeches with ``time >= since``, oldest first."""
-
-    async def load_recent_speeches(self, *, since: float) -> dict[str, list[SpeechRecord]]: ...
-
-    async def prune_speeches(self, *, before: float) -> int: ...
-
-    # -- lexicon -----------------------------------------------------------------------------------
-
-    async def save_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None: ...
-
-    async def delete_lexicon_term(self, scope: str, owner: str, term: str) -> bool: ...
-
-    async def replace_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
-        """Make the stored lexicon exactly ``terms`` (a snapshot), in one transaction."""
-
-    async def load_lexicon_terms(
-        self, *, scope: str | None = None, owner: str | None = None
-    ) -> list[LexiconTermRecord]: ...
-
-    # -- topic threads ---------------------------------------------------------------------------
-
-    async def upsert_topic_thread(self, thread: TopicThread) -> None: ...
-
-    async def get_topic_thread(self, thread_id: str) -> TopicThread | None: ...
-
-    async def list_topic_threads(
-        self,
-        *,
-        statuses: Collection[TopicThreadStatus] | None = None,
-        chat_id: str | None = None,
-        limit: int | None = None,
-    ) -> list[TopicThread]:
-        """Most recently updated first; ``chat_id`` keeps threads bound to that chat."""
-
-    # -- sessions and transcripts ------------------------------------------------------------------
-
-    async def upsert_session(self, session: Session) -> None: ...
-
-    async def get_session(self, session_id: str) -> Session | None: ...
-
-    async def list_sessions(
-        self,
-        *,
-        topic_thread_id: str | None = None,
-        chat_id: str | None = None,
-        states: Collection[SessionState] | None = None,
-        limit: int | None = None,
-    ) -> list[Session]: ...
-
-    async def save_transcript(self, archive: TranscriptArchive) -> None: ...
-
-    async def get_transcript(self, session_id: str) -> TranscriptArchive | None: ...
-
-    # -- handoffs ----------------------------------------------------------------------------------
-
-    async def save_handoff(self, handoff: Handoff) -> None: ...
-
-    async def get_handoff(self, handoff_id: str) -> Handoff | None: ...
-
-    async def latest_handoff(self, topic_thread_id: str) -> Handoff | None:
-        """The newest handoff of a topic thread (by ``created_at``), the one session N+1 receives."""
-
-    async def list_handoffs(self, topic_thread_id: str, *, limit: int = 10) -> list[Handoff]: ...
-
-    # -- tasks -------------------------------------------------------------------------------------
-
-    async def upsert_task(self, task: Task) -> None: ...
-
-    async def get_task(self, task_id: str) -> Task | None: ...
-
-    async def list_tasks(
-        self,
-        *,
-        topic_thread_id: str | None = None,
-        statuses: Collection[TaskStatus] | None = None,
-        limit: int | None = None,
-    ) -> list[Task]: ...
-
-    # -- memories ----------------------------------------------------------------------------------
-
-    async def upsert_memory(self, memory: Memory) -> None:
-        """Store a memory; its ``embedding`` (if any) is kept as a BLOB, ``None`` keeps no vector."""
-
-    async def get_memory(self, memory_id: str) -> Memory | None: ...
-
-    async def delete_memory(self, memory_id: str) -> bool: ...
-
-    async def list_memories(
-        self,
-        *,
-        scopes: Collection[MemoryScope],
-        memory_types: Collection[str] | None = None,
-        tags: Collection[str] | None = None,
-        since: float | None = None,
-        min_importance: float | None = None,
-        limit: int | None = None,
-    ) -> list[Memory]:
-        """Memories inside the allowed scopes; ``tags`` keeps those with any of them. Newest first."""
-
-    async def search_memories(
-        self, query: str, *, scopes: Collection[MemoryScope], limit: int = 10
-    ) -> list[MemoryHit]: ...
-
-    async def save_memory_vector(self, memory_id: str, data: bytes, *, model: str | None = None) -> None:
-        """Attach (or replace) a memory's embedding; no-op for an unknown memory id."""
-
-    async def load_memory_vectors(
-        self, *, scopes: Collection[MemoryScope], model: str | None = None
-    ) -> list[MemoryVector]: ...
-
-    async def count_memories(self) -> int: ...
-
-    # -- memory layer (seed 001) ----------------------------------------------------------------------
-
-    async def upsert_memory_summary(self, summary: MemorySummary) -> None: ...
-
-    async def get_memory_summary(self, conversation: str) -> MemorySummary | None: ...
-
-    async def list_memory_summaries(self) -> list[MemorySummary]: ...
-
-    async def add_token_usage(
-        self, chat_id: str, day: str, *, prompt_tokens: int, completion_tokens: int, calls: int = 1
-    ) -> TokenUsage:
-        """Add to the day's counters (atomically) and return the new totals."""
-
-    async def get_token_usage(self, chat_id: str, day: str) -> TokenUsage:
-        """The day's totals; zeros when nothing was spent."""
-
-    async def list_token_usage(
-        self, *, day: str | None = None, chat_id: str | None = None
-    ) -> list[TokenUsage]: ...
-
-    async def upsert_user_profile(self, profile: UserProfile) -> None: ...
-
-    async def get_user_profile(self, user_id: str) -> UserProfile | None: ...
-
-    async def get_user_profiles(self, user_ids: Sequence[str]) -> Mapping[str, UserProfile]: ...
-
-    # -- episodes and tool calls -------------------------------------------------------------------
-
-    async def save_episode(self, episode: EpisodeRecord) -> None:
-        """Upsert an episode; its ``steps`` replace the stored ones when non-empty."""
-
-    async def append_episode_step(self, step: EpisodeStep) -> None: ...
-
-    async def get_episode(self, episode_id: str) -> EpisodeRecord | None:
-        """The episode with its steps in index order."""
-
-    async def list_episodes(self, *, chat_id: str | None = None, limit: int = 20) -> list[EpisodeRecord]:
-        """Newest first, without steps (use ``get_episode`` for them)."""
-
-    async def save_tool_call(self, call: ToolCallRecord) -> None: ...
-
-    async def list_tool_calls(
-        self, *, episode_id: str | None = None, chat_id: str | None = None, limit: int = 50
-    ) -> list[ToolCallRecord]:
-        """Oldest first within the newest ``limit``."""
-
-    # -- restoration -------------------------------------------------------------------------------
-
-    async def load_runtime_state(
-        self, *, now: float, policy: RestorePolicy = DEFAULT_RESTORE
-    ) -> RuntimeState:
-        """What the runtime puts back on start: non-terminal events and pending activations, speeches
-        within ``policy.speech_window``, every lexicon term, each chat's recent messages (for the
-        conversation-thread links), active topic threads and open sessions."""
+class Store(
+    StoreLifecycle,
+    BatchWrites,
+    MessageRows,
+    EventRows,
+    LexiconRows,
+    ContextRows,
+    MemoryRows,
+    MemoryLayerRows,
+    LedgerRows,
+    EpisodeRows,
+    RuntimeStateRows,
+    Protocol,
+):
+    """Async storage for everything GreyWind keeps across restarts: every role at once."""

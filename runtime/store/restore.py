@@ -13,7 +13,8 @@ from runtime.store.records import (
 )
 
 if TYPE_CHECKING:
-    from runtime.store.protocol import RestorePolicy, Store
+    from runtime.store.protocol import Store
+    from runtime.store.roles import EventRows, RestorePolicy
 
 
 async def load_runtime_state(store: Store, *, now: float, policy: RestorePolicy) -> RuntimeState:
@@ -41,7 +42,7 @@ class PruneReport:
     speeches: int
 
 
-async def prune_runtime_state(store: Store, *, now: float, policy: RestorePolicy) -> PruneReport:
+async def prune_runtime_state(store: EventRows, *, now: float, policy: RestorePolicy) -> PruneReport:
     """Forget what a restart would not restore: finished events and speeches older than the windows.
 
     Run it now and then (the lifespan's maintenance tick); the kernel prunes its own memory likewise.

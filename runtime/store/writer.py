@@ -42,7 +42,6 @@ import structlog
 
 from runtime.config.store import StoreConfig
 from runtime.store.errors import StoreClosedError, StoreError, WriterError
-from runtime.store.protocol import Store
 from runtime.store.records import (
     ActivationDone,
     EventRecord,
@@ -54,6 +53,7 @@ from runtime.store.records import (
     TopicLink,
     WriteItem,
 )
+from runtime.store.roles import BatchWrites
 
 log = structlog.get_logger("greywind.store.writer")
 
@@ -102,7 +102,7 @@ class StoreWriter:
 
     def __init__(
         self,
-        store: Store,
+        store: BatchWrites,
         *,
         flush_interval: float = 0.2,
         flush_max_items: int = 500,
@@ -148,7 +148,7 @@ class StoreWriter:
         self._stop_error: WriterError | None = None
 
     @classmethod
-    def from_config(cls, store: Store, config: StoreConfig) -> StoreWriter:
+    def from_config(cls, store: BatchWrites, config: StoreConfig) -> StoreWriter:
         return cls(
             store,
             flush_interval=config.flush_interval_ms / 1000,

@@ -1,4 +1,5 @@
-"""Fixtures for the Context Runtime: every test runs on both store backends, closed after each test."""
+"""Fixtures for the Context Runtime: every test runs on every registered store backend, closed after
+each test."""
 
 from __future__ import annotations
 
@@ -8,16 +9,14 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from runtime.store.memory import MemoryStore
+from runtime.config.store import StoreConfig
+from runtime.store.backends import open_store, registered_backends
 from runtime.store.protocol import Store
-from runtime.store.sqlite import DB_FILENAME, SqliteStore
 
 
-@pytest_asyncio.fixture(params=["memory", "sqlite"])
+@pytest_asyncio.fixture(params=registered_backends())
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    backend: Store = (
-        MemoryStore() if request.param == "memory" else await SqliteStore.open(tmp_path / DB_FILENAME)
-    )
+    backend = await open_store(StoreConfig(backend=request.param), tmp_path)
     try:
         yield backend
     finally:

@@ -1,4 +1,5 @@
-"""The in-memory and SQLite backends find the same messages for the same queries (random corpus)."""
+"""Each registered backend finds the same messages as the in-memory one for the same queries (random
+corpus)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from runtime.config.store import StoreConfig
+from runtime.store.backends import open_store, registered_backends
 from runtime.store.memory import MemoryStore
 from runtime.store.records import StoredMessage
-from runtime.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.asyncio
 
@@ -63,25 +65,30 @@ def sentence(rng: random.Random) -> str:
     return glue.join(parts)
 
 
-async def test_memory_and_sqlite_search_alike(tmp_path: Path) -> None:
+# The in-memory backend is the reference the others are held to.
+OTHERS = [name for name in registered_backends() if name != "memory"]
+
+
+@pytest.mark.parametrize("backend", OTHERS)
+async def test_each_backend_searches_like_the_memory_one(backend: str, tmp_path: Path) -> None:
     rng = random.Random(20260311)
     chats = ["group:1", "group:2", "private:7"]
     messages = [
         StoredMessage(rng.choice(chats), str(i), "u", "A", float(i), sentence(rng)) for i in range(400)
     ]
     queries = [sentence(rng) for _ in range(80)] + [w for w in WORDS if w.strip("。！，?🙂")]
-    memory, sqlite = MemoryStore(), await SqliteStore.open(tmp_path / "greywind.sqlite3")
+    memory, other = MemoryStore(), await open_store(StoreConfig(backend=backend), tmp_path)
     try:
         await memory.append_messages(messages)
-        await sqlite.append_messages(messages)
+        await other.append_messages(messages)
         for query in queries:
             scope = rng.sample(chats, rng.randint(1, 3))
             a = await memory.search_messages(query, chat_ids=scope, limit=1000)
-            b = await sqlite.search_messages(query, chat_ids=scope, limit=1000)
+            b = await other.search_messages(query, chat_ids=scope, limit=1000)
             got_a = {(h.message.chat_id, h.message.message_id) for h in a}
             got_b = {(h.message.chat_id, h.message.message_id) for h in b}
             assert got_a == got_b, query
             assert all(chat in scope for chat, _ in got_a)
     finally:
         await memory.close()
-        await sqlite.close()
+        await other.close()
