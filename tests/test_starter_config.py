@@ -7,12 +7,14 @@ model must be usable exactly when its key variable is set, as its comments say.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from runtime.config import GreyWindConfig, load_config
 from runtime.llm.router import ModelRouter
+from tests.test_shipped_config import schema_keys
 
 STARTER = Path(__file__).resolve().parent.parent / "config" / "starter.toml"
 
@@ -81,3 +83,49 @@ def test_the_starters_model_is_usable_once_its_key_variable_is_set() -> None:
     with_key = ModelRouter(models, env={"DEEPSEEK_API_KEY": "sk-test"})
     assert with_key.configured
     assert [p.name for p in with_key.providers] == ["deepseek"]
+
+
+# -- the Chinese operator docs ------------------------------------------------------------------------
+
+ROOT = STARTER.parent.parent
+CONFIG_ZH = ROOT / "docs" / "CONFIG.zh-CN.md"
+OPERATOR_DOCS_ZH = (ROOT / "README.zh-CN.md", CONFIG_ZH)
+
+
+def _zh_sections(doc: str) -> dict[str, str]:
+    """Table name (``persona``, ``budget.forced``, ``models.providers[]``) -> the text of every
+    ``### `[table]`…`` subsection about it; a table may be split over several groups."""
+    sections: dict[str, str] = {}
+    pattern = r"^### `\[(\[?)([a-z_.]+)\]?\]`[^\n]*$(.*?)(?=^##|\Z)"
+    for match in re.finditer(pattern, doc, re.MULTILINE | re.DOTALL):
+        table = match.group(2) + ("[]" if match.group(1) else "")
+        sections[table] = sections.get(table, "") + match.group(3)
+    return sections
+
+
+def test_the_chinese_config_guide_has_a_row_for_every_key_and_none_for_a_key_that_does_not_exist() -> None:
+    sections = _zh_sections(CONFIG_ZH.read_text(encoding="utf-8"))
+    keys = {key for key, _ in schema_keys(GreyWindConfig) if key != "models.providers"}
+    missing = []
+    for key in sorted(keys):
+        table, leaf = key.rsplit(".", 1)  # models.providers[].name -> models.providers[], name
+        if f"| `{leaf}` |" not in sections.get(table, ""):
+            missing.append(key)
+    assert not missing, f"keys docs/CONFIG.zh-CN.md does not explain: {missing}"
+    unknown = [
+        f"{table}.{leaf}"
+        for table, text in sections.items()
+        for leaf in re.findall(r"^\| `([a-z_0-9]+)` \|", text, re.MULTILINE)
+        if f"{table}.{leaf}" not in keys
+    ]
+    assert not unknown, f"docs/CONFIG.zh-CN.md explains keys the schema does not have: {unknown}"
+
+
+def test_the_chinese_docs_link_only_to_files_in_the_repository_and_cite_no_outside_documents() -> None:
+    for doc in OPERATOR_DOCS_ZH:
+        text = doc.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            assert (doc.parent / target).exists(), f"{doc.name} links to a missing file: {target}"
+        cited = re.findall(r"seed \d+|ADR-\d+|DESIGN\.md|shared/", text, re.IGNORECASE)
+        assert not cited, f"{doc.name} cites documents that are not in the repository: {cited}"
+        assert "GREYWIND_CONFIG=config/starter.toml" in text
