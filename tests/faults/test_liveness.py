@@ -178,12 +178,13 @@ async def test_an_overflowing_backlog_drops_chatter_not_ats_and_says_so_in_a_few
         for name in ats:
             await first_request(model, name, within=PROMPT * 3)
         assert peer.connected
-    # The last summary is written when the backlog has drained.
-    deadline = time.monotonic() + 20
+    # The last summary is written when the backlog has drained; while an @ is being prepared chatter
+    # drains at 100 frames/s, so on a busy machine that can take a while.
+    deadline = time.monotonic() + 90
     while True:
         lines = [r for r in bot.records() if r.get("event") == "onebot_backlog_full"]
         if sum(int(r["dropped"]) for r in lines) > 1_000 or time.monotonic() > deadline:
             break
-        await asyncio.sleep(0.1)
-    assert sum(int(r["dropped"]) for r in lines) > 1_000, "the burst overflowed the backlog"
+        await asyncio.sleep(0.2)
+    assert sum(int(r["dropped"]) for r in lines) > 1_000, f"the burst overflowed the backlog: {lines}"
     assert len(lines) <= 5, f"{len(lines)} log lines for the drops: one summary per interval is enough"
