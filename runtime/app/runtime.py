@@ -1,4 +1,4 @@
-"""The Runtime: the edge's :class:`~plugins.greywind.gateway.RuntimeGateway`, composing every part.
+"""The Runtime: the edge's :class:`~runtime.ports.RuntimeGateway`, composing every part.
 
 Built by :func:`build_runtime` (``use_runtime(build_runtime)`` in ``bot.py``). The synchronous parts
 are made in the constructor: the kernel (with ids unique across restarts), the waiting room, the tool
@@ -52,14 +52,11 @@ from runtime.kernel.message import ChatMessage
 from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
 from runtime.kernel.settings import KernelSettings
 from runtime.llm.router import ModelRouter
+from runtime.ports import EdgeContext, Notice, Outbound, Recalled, RuntimeControl, SentRecord
 from runtime.quiet import QuietPeriod
 from runtime.store.records import MessageRecalled, StoredMessage
 
 if TYPE_CHECKING:
-    from plugins.greywind.commands import RuntimeControl
-    from plugins.greywind.gateway import EdgeContext
-    from plugins.greywind.notices import Notice
-    from plugins.greywind.outbound import Outbound, SentRecord
     from runtime.context.setup import ContextRuntime
     from runtime.memory.layers import MemoryLayer
     from runtime.store.sqlite.store import SqliteStore
@@ -322,8 +319,6 @@ class Runtime:
     async def on_notice(self, notice: Notice) -> None:
         if not self._started:
             return
-        from plugins.greywind.notices import Recalled
-
         if isinstance(notice, Recalled):
             self.recalled[(notice.chat_id, notice.message_id)] = None
             while len(self.recalled) > RECALLED_KEPT:

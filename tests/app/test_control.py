@@ -25,17 +25,17 @@ async def test_a_term_added_by_an_admin_makes_a_question_worth_answering(
         control = h.runtime.control
         await h.say("有推荐的火锅店吗？", sender="1")
         await h.advance(200)
-        assert h.bot.calls == []
+        assert h.outbound.sent == []
         assert "火锅" in await control.lexicon_add("group:500", "火锅", 0.9)
         assert "火锅" in await control.lexicon_list("group:500")
         await h.say("有推荐的火锅店吗？", sender="2")
         await h.advance(200)
-        assert h.bot.texts() == ["我知道一家"]
+        assert h.outbound.texts() == ["我知道一家"]
         assert "已屏蔽" in await control.lexicon_suppress("group:500", "火锅")
         await h.advance(600)
         await h.say("还有别的火锅店吗？", sender="3")
         await h.advance(200)
-        assert h.bot.texts() == ["我知道一家"]
+        assert h.outbound.texts() == ["我知道一家"]
         assert "钉住" in await control.lexicon_pin("group:500", "烤肉")
         assert "📌烤肉" in await control.lexicon_list("group:500")
 

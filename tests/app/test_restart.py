@@ -26,13 +26,13 @@ async def test_a_restart_resumes_the_conversation(
     async with running(config, data_dir, clock=clock) as h:
         await h.say("灰风 我们来设计记忆层的压缩触发条件", addressed=True)
         await h.settle()
-        assert h.bot.texts() == ["先定压缩触发条件：每十轮一次"]
-        said = str(h.bot.next_id)  # the platform id of the bot's reply
+        assert h.outbound.texts() == ["先定压缩触发条件：每十轮一次"]
+        said = h.outbound.sent[-1].message_id  # the platform id of the bot's reply
     clock.advance(120)
     async with running(config, data_dir, clock=clock) as h:
         await h.say("灰风 继续刚才的", addressed=True, reply_to=said)
         await h.settle()
-        assert h.bot.texts() == ["接着说触发条件"]
+        assert h.outbound.texts() == ["接着说触发条件"]
     after = openai_server.chat_requests[1].messages
     # The conversation thread came back: the bot's earlier turn is in the dialogue, as its own turn...
     assert {"role": "assistant", "content": "先定压缩触发条件：每十轮一次"} in after
@@ -52,11 +52,11 @@ async def test_a_quiet_period_survives_a_restart(openai_server: ScriptedOpenAISe
     async with running(config, data_dir, clock=clock) as h:
         await h.say("灰风 在吗", addressed=True)
         await h.settle()
-        assert h.bot.calls == []
+        assert h.outbound.sent == []
         await h.advance(1800)
         await h.say("灰风 现在呢", addressed=True)
         await h.settle()
-        assert h.bot.texts() == ["我在"]
+        assert h.outbound.texts() == ["我在"]
 
 
 async def test_a_superusers_mute_stays_imposed_across_a_restart_and_a_legacy_entry_counts_as_one(
