@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The runtime's packages by layer: a package imports only from lower layers (and from itself).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("config", "tools", "addressing", "quiet", "urgency", "unicode_safe", "logs"),
+    ("config", "tools", "addressing", "quiet", "urgency", "unicode_safe", "logs", "lifetime"),
     ("kernel",),
     ("store", "llm", "ports"),
     ("episodes", "context"),
