@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,7 @@ async def running(
     outbound: FakeOutbound | None = None,
     shadow: bool = False,
     model: bool = True,
+    rename: Callable[[tuple[str, ...]], None] | None = None,
 ) -> AsyncIterator[Harness]:
     clock = clock or FakeClock()
     outbound = outbound or FakeOutbound()
@@ -147,6 +148,8 @@ async def running(
         superusers=frozenset({"1"}),
         clock=clock,
     )
+    if rename is not None:
+        edge = replace(edge, rename=rename)
     runtime = Runtime(edge)
     async with anyio.create_task_group() as tg:
         await runtime.start(tg)

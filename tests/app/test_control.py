@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,14 +44,13 @@ async def test_persona_reload_takes_the_new_name_and_refuses_bad_values(
 ) -> None:
     openai_server.load({"default": reply("好")})
     config_file = data_dir / "greywind.toml"
-    async with running(make_config(openai_server), data_dir) as h:
+    renamed: list[tuple[str, ...]] = []
+    async with running(make_config(openai_server), data_dir, rename=renamed.append) as h:
         control = h.runtime.control
         config_file.write_text('[persona]\nname = ""\n', encoding="utf-8")
         refused = await control.persona_reload()
         assert "persona.name" in refused
         config_file.write_text('[persona]\nname = "小灰"\nrole = "群里的老朋友"\n', encoding="utf-8")
-        renamed: list[tuple[str, ...]] = []
-        h.runtime.edge = replace(h.runtime.edge, rename=renamed.append)
         assert "小灰" in await control.persona_reload()
         assert [names[0] for names in renamed] == ["小灰"]  # the edge addresses by the new name now
         await h.say("在吗", chat="private:9")

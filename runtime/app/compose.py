@@ -1,0 +1,388 @@
+"""The composition root: the running bot built in dependency order, each part given only what it uses.
+
+:func:`compose` is the one place that knows how the parts fit. It makes them in the order they depend
+on each other — the kernel and the other parts that need nothing, the store, the model router, the
+store writer, the Context Runtime and memory layer on the store, the persistence, the alarm, the
+episode driver, the activation loop, the admin control, the built-in tools, the restore, the
+periodic jobs — and hands each its collaborators at construction (a ``...Parts`` value or explicit
+arguments), never the whole runtime, and never fills one in later.
+
+Everything it starts or registers is owned by one :class:`~runtime.lifetime.Lifetime`, which undoes it
+newest first at stop, each closing step within its share of the edge's 10 s grace: the periodic jobs
+stop, running episodes finish (``STOP_EPISODES_WAIT``), background bookkeeping drains
+(``STOP_BACKGROUND_WAIT``), the last save (``STOP_SAVE_WAIT``), open sessions close with their handoffs
+(``STOP_SESSIONS_WAIT``), registrations are undone, the memory injector stops, the writer flushes
+(``STOP_WRITER_WAIT``), the model router closes, and the store, opened first, closes last
+(``STOP_STORE_WAIT``). A start that fails closes what was already made.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from runtime.app.alarm import Alarm
+from runtime.app.background import Background
+from runtime.app.builtin_tools import BuiltinToolParts, register_builtin_tools
+from runtime.app.control import Control, ControlParts
+from runtime.app.deliveries import RecentDeliveries
+from runtime.app.episodes import DriverParts, EpisodeDriver
+from runtime.app.ids import RestoringIds
+from runtime.app.loop import ActivationLoop
+from runtime.app.maintenance import Maintenance
+from runtime.app.parts import open_context, open_store
+from runtime.app.persistence import RestoreReport, StatePersistence
+from runtime.app.persona import Persona
+from runtime.app.slots import EpisodeSlots
+from runtime.app.why import WhyLog
+from runtime.config import GreyWindConfig
+from runtime.context.builder import RecentBuffer
+from runtime.context.setup import ContextRuntime
+from runtime.episodes import EpisodeSettings, WaitingRoom, tool_registry_from_config
+from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
+from runtime.kernel.kernel import Kernel
+from runtime.kernel.settings import KernelSettings
+from runtime.lifetime import Lifetime
+from runtime.llm.router import ModelRouter
+from runtime.memory.layers import MemoryLayer
+from runtime.ports import EdgeContext, SentRecord
+from runtime.quiet import QuietPeriod
+from runtime.store.protocol import RestorePolicy
+from runtime.store.sqlite.store import SqliteStore
+from runtime.store.writer import StoreWriter
+from runtime.tools import ToolRegistry
+
+__all__ = [
+    "SERVICE_RESTART_DELAY",
+    "STOP_BACKGROUND_WAIT",
+    "STOP_EPISODES_WAIT",
+    "STOP_SAVE_WAIT",
+    "STOP_SESSIONS_WAIT",
+    "STOP_STORE_WAIT",
+    "STOP_WRITER_WAIT",
+    "RunningBot",
+    "compose",
+]
+
+log = structlog.get_logger("greywind.runtime")
+
+SERVICE_RESTART_DELAY = 5.0
+# Shares of the edge's 10 s shutdown grace (seconds).
+STOP_EPISODES_WAIT = 3.0
+STOP_BACKGROUND_WAIT = 2.0
+STOP_SESSIONS_WAIT = 3.0
+STOP_SAVE_WAIT = 1.0
+STOP_WRITER_WAIT = 2.0
+STOP_STORE_WAIT = 1.0
+STOP_ROUTER_WAIT = 0.5
+# The writer's own timeout is its share; the closing step may take a little longer to report it.
+_WRITER_MARGIN = 0.5
+
+
+class _FunctionClock:
+    """The edge's ``clock()`` callable seen as a kernel ``Clock``."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self, read: Callable[[], float]) -> None:
+        self._read = read
+
+    def now(self) -> float:
+        return self._read()
+
+
+@dataclass(frozen=True, slots=True)
+class RunningBot:
+    """Every part of the running bot, as :func:`compose` made them (for the gateway and introspection)."""
+
+    config: GreyWindConfig
+    lifetime: Lifetime
+    persona: Persona
+    model_ready: bool
+    kernel: Kernel
+    learn_queue: deque[tuple[str, str]]
+    room: WaitingRoom
+    tools: ToolRegistry
+    scope: Scope
+    extensions: ExtensionRegistry
+    activity: ChatActivityLog
+    director: LifeDirector
+    router: ModelRouter
+    recent: RecentBuffer
+    deliveries: RecentDeliveries
+    why: WhyLog
+    quiet: dict[str, QuietPeriod]
+    recalled: OrderedDict[tuple[str, str], None]
+    store: SqliteStore
+    writer: StoreWriter
+    context: ContextRuntime
+    memory: MemoryLayer | None
+    persistence: StatePersistence
+    alarm: Alarm
+    background: Background
+    driver: EpisodeDriver
+    loop: ActivationLoop
+    control: Control
+    maintenance: Maintenance
+    restored: RestoreReport
+
+
+async def keep_serving(name: str, serve: Callable[[], Awaitable[object]]) -> None:
+    """Run a background service; one that fails is logged and restarted, never the whole bot."""
+    while True:
+        try:
+            await serve()
+            return
+        except Exception:
+            log.exception("service_failed", service=name)
+            await anyio.sleep(SERVICE_RESTART_DELAY)
+
+
+async def compose(
+    edge: EdgeContext,
+    task_group: TaskGroup,
+    *,
+    on_sent: Callable[[SentRecord], None],
+    router: ModelRouter | None = None,
+) -> RunningBot:
+    """Build and start the running bot in ``task_group``; see the module docstring. ``on_sent`` hears
+    every part the edge sends (registered in the bot's scope)."""
+    lifetime = Lifetime("runtime", task_group)
+    try:
+        return await _compose(edge, lifetime, task_group, on_sent=on_sent, router=router)
+    except BaseException:
+        # A start that fails must not leave the store's thread (or any task) keeping the process alive.
+        with anyio.CancelScope(shield=True):
+            await lifetime.aclose()
+        raise
+
+
+async def _compose(
+    edge: EdgeContext,
+    lifetime: Lifetime,
+    task_group: TaskGroup,
+    *,
+    on_sent: Callable[[SentRecord], None],
+    router: ModelRouter | None,
+) -> RunningBot:
+    config = edge.config
+    app = config.runtime
+    clock = edge.clock
+    clock_obj = _FunctionClock(clock)
+
+    # What needs nothing but the config and the clock.
+    ids = RestoringIds(clock_obj)
+    settings = KernelSettings.from_config(config)
+    # Lexicon learning runs in the maintenance (prepare in a worker thread), so the kernel keeps no
+    # queue of its own.
+    settings = replace(settings, scheduling=replace(settings.scheduling, learn_queue_max=0))
+    kernel = Kernel(settings, ids=ids, now=clock())
+    learn_queue: deque[tuple[str, str]] = deque(maxlen=max(1, config.lexicon.learn_max_texts * 5))
+    persona = Persona(config.persona)
+    episode_settings = EpisodeSettings.from_config(config.episodes)
+    room = WaitingRoom(kernel, episode_settings)
+    tools = tool_registry_from_config(config.episodes)
+    scope = Scope("runtime")
+    extensions = ExtensionRegistry(tools, clock=clock_obj, lexicon=kernel.lexicon)
+    activity = ChatActivityLog()
+    life_settings = LifeSettings.from_config(config.life)
+    director = LifeDirector(extensions, kernel, activity, clock=clock_obj, settings=life_settings)
+    recent = RecentBuffer()
+    deliveries = RecentDeliveries()
+    why = WhyLog(app.why_per_chat)
+    quiet: dict[str, QuietPeriod] = {}
+    recalled: OrderedDict[tuple[str, str], None] = OrderedDict()
+    router = router if router is not None else ModelRouter.from_config(config, wall=clock)
+    model_ready = edge.model_configured and router.configured
+    if not model_ready:
+        log.warning("no_model", problem=router.problem or "the edge found no chat model")
+
+    # The store first: everything after depends on it, so it closes last.
+    store = await open_store(config, edge.data_dir)
+    lifetime.add_async(store.close, name="store", deadline=STOP_STORE_WAIT)
+    lifetime.add_async(router.aclose, name="model_router", deadline=STOP_ROUTER_WAIT)
+    writer = StoreWriter.from_config(store, config.store)
+    lifetime.start("store_writer", writer.run)
+
+    async def close_writer() -> None:
+        try:
+            await writer.aclose(timeout=STOP_WRITER_WAIT)
+        except Exception as exc:  # store.writes_lost has said how many and why
+            log.warning("writer_close_failed", error=str(exc))
+
+    lifetime.add_async(close_writer, name="store_writer", deadline=STOP_WRITER_WAIT + _WRITER_MARGIN)
+    context, memory = open_context(
+        store,
+        writer,
+        config,
+        router,
+        model_ready=model_ready,
+        clock=clock,
+        data_dir=edge.data_dir,
+        ids=ids,
+        recent=recent,
+    )
+    if memory is not None:
+        lifetime.start("memory_injector", keep_serving, "memory_injector", memory.injector.serve)
+    lifetime.add(director.close, name="life_director")
+    lifetime.add(scope.dispose, name="registrations")
+
+    persistence = StatePersistence(
+        kernel,
+        store,
+        writer,
+        restore_policy=RestorePolicy.from_config(config.store),
+        sessions=context.sessions,
+        injector=memory.injector if memory is not None else None,
+        ledger=router.ledger,
+        room=room,
+        activity=activity,
+        recent=recent,
+        deliveries=deliveries,
+        quiet=quiet,
+        gates=edge.outbound.gates,
+        data_dir=edge.data_dir,
+    )
+    background = Background(task_group)
+
+    alarm = Alarm(kernel.scheduler, clock)
+    driver = EpisodeDriver(
+        DriverParts(
+            config=config,
+            app=app,
+            clock=clock,
+            clock_obj=clock_obj,
+            ids=ids,
+            persona=persona,
+            model_ready=model_ready,
+            kernel=kernel,
+            room=room,
+            episode_settings=episode_settings,
+            tools=tools,
+            director=director,
+            router=router,
+            store=store,
+            writer=writer,
+            context=context,
+            memory=memory,
+            outbound=edge.outbound,
+            recent=recent,
+            why=why,
+            recalled=recalled,
+            alarm=alarm,
+            loop_spawn=background.spawn,
+            running=lambda: not lifetime.closing,
+        )
+    )
+    loop = ActivationLoop(
+        kernel,
+        alarm,
+        driver,
+        EpisodeSlots(app.max_concurrent_episodes, app.forced_episode_reserve),
+        clock=clock,
+        addressed_work=edge.addressed,
+    )
+    control = Control(
+        ControlParts(
+            edge=edge,
+            app=app,
+            clock=clock,
+            persona=persona,
+            model_ready=model_ready,
+            kernel=kernel,
+            room=room,
+            router=router,
+            store=store,
+            writer=writer,
+            context=context,
+            outbound=edge.outbound,
+            persistence=persistence,
+            quiet=quiet,
+            why=why,
+            loop=loop,
+            driver=driver,
+        )
+    )
+    scope.add(edge.outbound.on_sent(on_sent))
+    register_builtin_tools(
+        BuiltinToolParts(
+            app=app,
+            ids=ids,
+            kernel=kernel,
+            store=store,
+            context=context,
+            persistence=persistence,
+            alarm=alarm,
+            tools=tools,
+            extensions=extensions,
+            scope=scope,
+        )
+    )
+    restored = await persistence.restore(clock())
+
+    # Restored: from here on, stopping closes the sessions, saves, and lets the bookkeeping drain.
+    async def close_sessions() -> None:
+        # Those left open (cut short) are marked interrupted at the next start and resumed from there.
+        closed = await context.sessions.close_all(clock())
+        log.info("sessions_closed", count=len(closed))
+
+    lifetime.add_async(close_sessions, name="sessions", deadline=STOP_SESSIONS_WAIT)
+    lifetime.add_async(persistence.save, name="final_save", deadline=STOP_SAVE_WAIT)
+    lifetime.add_async(background.wait, name="background_work", deadline=STOP_BACKGROUND_WAIT)
+    loop.start(task_group)
+    lifetime.start("activation_loop", loop.run)
+    lifetime.add_async(loop.stop, name="episodes", deadline=STOP_EPISODES_WAIT)
+    maintenance = Maintenance(
+        kernel,
+        store,
+        clock=clock,
+        app=app,
+        lexicon=config.lexicon,
+        restore_policy=RestorePolicy.from_config(config.store),
+        learn_queue=learn_queue,
+        sessions=context.sessions,
+        activity=activity,
+        ledger=router.ledger,
+        director=director,
+        life=life_settings,
+        save=persistence.save,
+        alarm=alarm,
+    )
+    maintenance.start(lifetime)
+    return RunningBot(
+        config=config,
+        lifetime=lifetime,
+        persona=persona,
+        model_ready=model_ready,
+        kernel=kernel,
+        learn_queue=learn_queue,
+        room=room,
+        tools=tools,
+        scope=scope,
+        extensions=extensions,
+        activity=activity,
+        director=director,
+        router=router,
+        recent=recent,
+        deliveries=deliveries,
+        why=why,
+        quiet=quiet,
+        recalled=recalled,
+        store=store,
+        writer=writer,
+        context=context,
+        memory=memory,
+        persistence=persistence,
+        alarm=alarm,
+        background=background,
+        driver=driver,
+        loop=loop,
+        control=control,
+        maintenance=maintenance,
+        restored=restored,
+    )
