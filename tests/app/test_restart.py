@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import anyio
@@ -162,3 +163,25 @@ async def test_a_new_session_folds_the_last_ones_uncompressed_rounds_into_the_su
             while compressions() == 0:  # noqa: ASYNC110 - the server records on its own thread
                 await anyio.sleep(0.05)
     assert compressions() == 1
+
+
+async def test_after_stop_nothing_the_runtime_started_is_left_running(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    """Stop ends every task the runtime started — the periodic jobs and the memory injector too — so
+    none of them can touch the store after it is closed; the edge's task group only has its own."""
+    openai_server.load({"default": reply("在")})
+    config = make_config(openai_server, runtime={"save_interval_ms": 100})
+    before = set(asyncio.all_tasks())
+    async with running(config, data_dir) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        assert h.runtime.memory is not None  # the injector is one of the services started
+        started = set(asyncio.all_tasks()) - before
+        await h.runtime.stop()
+        await asyncio.sleep(0.3)  # three save intervals
+        left = {task for task in started if not task.done()} - {asyncio.current_task()}
+        assert sorted(task.get_name() for task in left) == []
+        saves = h.runtime.maintenance.statistics()
+        await asyncio.sleep(0.3)
+        assert h.runtime.maintenance.statistics() == saves
