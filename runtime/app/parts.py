@@ -1,8 +1,8 @@
-"""The parts that need the store: opened on start, in dependency order.
+"""The parts that need the store, as the composition root (:mod:`runtime.app.compose`) opens them.
 
-The SQLite store (``greywind.sqlite3`` under the data directory) and its writer; the memory layer
-(rolling summary and user profiles) when a model can compress; the Context Runtime on top of both,
-fed by the runtime's recent buffer and writing message→topic links through the writer.
+The SQLite store (``greywind.sqlite3`` under the data directory); the memory layer (rolling summary
+and user profiles) when a model can compress; the Context Runtime on top of both, fed by the
+runtime's recent buffer and writing message→topic links through the store writer.
 """
 
 from __future__ import annotations
