@@ -65,7 +65,9 @@ __all__ = [
     "STOP_SESSIONS_WAIT",
     "STOP_STORE_WAIT",
     "STOP_WRITER_WAIT",
+    "CoreParts",
     "RunningBot",
+    "StorageParts",
     "compose",
 ]
 
@@ -94,42 +96,6 @@ class _FunctionClock:
 
     def now(self) -> float:
         return self._read()
-
-
-@dataclass(frozen=True, slots=True)
-class RunningBot:
-    """Every part of the running bot, as :func:`compose` made them (for the gateway and introspection)."""
-
-    config: GreyWindConfig
-    lifetime: Lifetime
-    persona: Persona
-    model_ready: bool
-    kernel: Kernel
-    learn_queue: deque[tuple[str, str]]
-    room: WaitingRoom
-    tools: ToolRegistry
-    scope: Scope
-    extensions: ExtensionRegistry
-    activity: ChatActivityLog
-    director: LifeDirector
-    router: ModelRouter
-    recent: RecentBuffer
-    deliveries: RecentDeliveries
-    why: WhyLog
-    quiet: dict[str, QuietPeriod]
-    recalled: OrderedDict[tuple[str, str], None]
-    store: SqliteStore
-    writer: StoreWriter
-    context: ContextRuntime
-    memory: MemoryLayer | None
-    persistence: StatePersistence
-    alarm: Alarm
-    background: Background
-    driver: EpisodeDriver
-    loop: ActivationLoop
-    control: Control
-    maintenance: Maintenance
-    restored: RestoreReport
 
 
 async def keep_serving(name: str, serve: Callable[[], Awaitable[object]]) -> None:
@@ -162,50 +128,110 @@ async def compose(
         raise
 
 
-async def _compose(
-    edge: EdgeContext,
-    lifetime: Lifetime,
-    task_group: TaskGroup,
-    *,
-    on_sent: Callable[[SentRecord], None],
-    router: ModelRouter | None,
-) -> RunningBot:
+@dataclass(frozen=True, slots=True)
+class CoreParts:
+    """What needs nothing but the config and the clock: made first, no I/O."""
+
+    config: GreyWindConfig
+    clock: Callable[[], float]
+    clock_obj: _FunctionClock
+    ids: RestoringIds
+    kernel: Kernel
+    learn_queue: deque[tuple[str, str]]
+    persona: Persona
+    episode_settings: EpisodeSettings
+    room: WaitingRoom
+    tools: ToolRegistry
+    scope: Scope
+    extensions: ExtensionRegistry
+    activity: ChatActivityLog
+    life_settings: LifeSettings
+    director: LifeDirector
+    recent: RecentBuffer
+    deliveries: RecentDeliveries
+    why: WhyLog
+    quiet: dict[str, QuietPeriod]
+    recalled: OrderedDict[tuple[str, str], None]
+    router: ModelRouter
+    model_ready: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StorageParts:
+    """The store and what is built on it."""
+
+    store: SqliteStore
+    writer: StoreWriter
+    context: ContextRuntime
+    memory: MemoryLayer | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunningBot:
+    """Every part of the running bot, as :func:`compose` made them (for the gateway and introspection)."""
+
+    core: CoreParts
+    storage: StorageParts
+    lifetime: Lifetime
+    persistence: StatePersistence
+    alarm: Alarm
+    background: Background
+    driver: EpisodeDriver
+    loop: ActivationLoop
+    control: Control
+    maintenance: Maintenance
+    restored: RestoreReport
+
+
+def _core(edge: EdgeContext, router: ModelRouter | None) -> CoreParts:
     config = edge.config
-    app = config.runtime
     clock = edge.clock
     clock_obj = _FunctionClock(clock)
-
-    # What needs nothing but the config and the clock.
     ids = RestoringIds(clock_obj)
     settings = KernelSettings.from_config(config)
     # Lexicon learning runs in the maintenance (prepare in a worker thread), so the kernel keeps no
     # queue of its own.
     settings = replace(settings, scheduling=replace(settings.scheduling, learn_queue_max=0))
     kernel = Kernel(settings, ids=ids, now=clock())
-    learn_queue: deque[tuple[str, str]] = deque(maxlen=max(1, config.lexicon.learn_max_texts * 5))
-    persona = Persona(config.persona)
     episode_settings = EpisodeSettings.from_config(config.episodes)
-    room = WaitingRoom(kernel, episode_settings)
     tools = tool_registry_from_config(config.episodes)
-    scope = Scope("runtime")
     extensions = ExtensionRegistry(tools, clock=clock_obj, lexicon=kernel.lexicon)
     activity = ChatActivityLog()
     life_settings = LifeSettings.from_config(config.life)
-    director = LifeDirector(extensions, kernel, activity, clock=clock_obj, settings=life_settings)
-    recent = RecentBuffer()
-    deliveries = RecentDeliveries()
-    why = WhyLog(app.why_per_chat)
-    quiet: dict[str, QuietPeriod] = {}
-    recalled: OrderedDict[tuple[str, str], None] = OrderedDict()
     router = router if router is not None else ModelRouter.from_config(config, wall=clock)
-    model_ready = edge.model_configured and router.configured
-    if not model_ready:
-        log.warning("no_model", problem=router.problem or "the edge found no chat model")
+    return CoreParts(
+        config=config,
+        clock=clock,
+        clock_obj=clock_obj,
+        ids=ids,
+        kernel=kernel,
+        learn_queue=deque(maxlen=max(1, config.lexicon.learn_max_texts * 5)),
+        persona=Persona(config.persona),
+        episode_settings=episode_settings,
+        room=WaitingRoom(kernel, episode_settings),
+        tools=tools,
+        scope=Scope("runtime"),
+        extensions=extensions,
+        activity=activity,
+        life_settings=life_settings,
+        director=LifeDirector(extensions, kernel, activity, clock=clock_obj, settings=life_settings),
+        recent=RecentBuffer(),
+        deliveries=RecentDeliveries(),
+        why=WhyLog(config.runtime.why_per_chat),
+        quiet={},
+        recalled=OrderedDict(),
+        router=router,
+        model_ready=edge.model_configured and router.configured,
+    )
 
-    # The store first: everything after depends on it, so it closes last.
+
+async def _open_storage(core: CoreParts, edge: EdgeContext, lifetime: Lifetime) -> StorageParts:
+    """The store first (everything after depends on it, so it closes last), its writer, the model
+    router's clients, the Context Runtime and the memory layer; the memory injector's service."""
+    config = core.config
     store = await open_store(config, edge.data_dir)
     lifetime.add_async(store.close, name="store", deadline=STOP_STORE_WAIT)
-    lifetime.add_async(router.aclose, name="model_router", deadline=STOP_ROUTER_WAIT)
+    lifetime.add_async(core.router.aclose, name="model_router", deadline=STOP_ROUTER_WAIT)
     writer = StoreWriter.from_config(store, config.store)
     lifetime.start("store_writer", writer.run)
 
@@ -220,115 +246,177 @@ async def _compose(
         store,
         writer,
         config,
-        router,
-        model_ready=model_ready,
-        clock=clock,
+        core.router,
+        model_ready=core.model_ready,
+        clock=core.clock,
         data_dir=edge.data_dir,
-        ids=ids,
-        recent=recent,
+        ids=core.ids,
+        recent=core.recent,
     )
     if memory is not None:
         lifetime.start("memory_injector", keep_serving, "memory_injector", memory.injector.serve)
-    lifetime.add(director.close, name="life_director")
-    lifetime.add(scope.dispose, name="registrations")
+    return StorageParts(store, writer, context, memory)
 
-    persistence = StatePersistence(
-        kernel,
-        store,
-        writer,
-        restore_policy=RestorePolicy.from_config(config.store),
-        sessions=context.sessions,
+
+def _persistence(core: CoreParts, storage: StorageParts, edge: EdgeContext) -> StatePersistence:
+    memory = storage.memory
+    return StatePersistence(
+        core.kernel,
+        storage.store,
+        storage.writer,
+        restore_policy=RestorePolicy.from_config(core.config.store),
+        sessions=storage.context.sessions,
         injector=memory.injector if memory is not None else None,
-        ledger=router.ledger,
-        room=room,
-        activity=activity,
-        recent=recent,
-        deliveries=deliveries,
-        quiet=quiet,
+        ledger=core.router.ledger,
+        room=core.room,
+        activity=core.activity,
+        recent=core.recent,
+        deliveries=core.deliveries,
+        quiet=core.quiet,
         gates=edge.outbound.gates,
         data_dir=edge.data_dir,
     )
-    background = Background(task_group)
 
-    alarm = Alarm(kernel.scheduler, clock)
-    driver = EpisodeDriver(
+
+def _driver(
+    core: CoreParts,
+    storage: StorageParts,
+    edge: EdgeContext,
+    alarm: Alarm,
+    background: Background,
+    lifetime: Lifetime,
+) -> EpisodeDriver:
+    return EpisodeDriver(
         DriverParts(
-            config=config,
-            app=app,
-            clock=clock,
-            clock_obj=clock_obj,
-            ids=ids,
-            persona=persona,
-            model_ready=model_ready,
-            kernel=kernel,
-            room=room,
-            episode_settings=episode_settings,
-            tools=tools,
-            director=director,
-            router=router,
-            store=store,
-            writer=writer,
-            context=context,
-            memory=memory,
+            config=core.config,
+            app=core.config.runtime,
+            clock=core.clock,
+            clock_obj=core.clock_obj,
+            ids=core.ids,
+            persona=core.persona,
+            model_ready=core.model_ready,
+            kernel=core.kernel,
+            room=core.room,
+            episode_settings=core.episode_settings,
+            tools=core.tools,
+            director=core.director,
+            router=core.router,
+            store=storage.store,
+            writer=storage.writer,
+            context=storage.context,
+            memory=storage.memory,
             outbound=edge.outbound,
-            recent=recent,
-            why=why,
-            recalled=recalled,
+            recent=core.recent,
+            why=core.why,
+            recalled=core.recalled,
             alarm=alarm,
             loop_spawn=background.spawn,
             running=lambda: not lifetime.closing,
         )
     )
-    loop = ActivationLoop(
-        kernel,
-        alarm,
-        driver,
-        EpisodeSlots(app.max_concurrent_episodes, app.forced_episode_reserve),
-        clock=clock,
-        addressed_work=edge.addressed,
-    )
-    control = Control(
+
+
+def _control(
+    core: CoreParts,
+    storage: StorageParts,
+    edge: EdgeContext,
+    persistence: StatePersistence,
+    loop: ActivationLoop,
+    driver: EpisodeDriver,
+) -> Control:
+    return Control(
         ControlParts(
             edge=edge,
-            app=app,
-            clock=clock,
-            persona=persona,
-            model_ready=model_ready,
-            kernel=kernel,
-            room=room,
-            router=router,
-            store=store,
-            writer=writer,
-            context=context,
+            app=core.config.runtime,
+            clock=core.clock,
+            persona=core.persona,
+            model_ready=core.model_ready,
+            kernel=core.kernel,
+            room=core.room,
+            router=core.router,
+            store=storage.store,
+            writer=storage.writer,
+            context=storage.context,
             outbound=edge.outbound,
             persistence=persistence,
-            quiet=quiet,
-            why=why,
+            quiet=core.quiet,
+            why=core.why,
             loop=loop,
             driver=driver,
         )
     )
-    scope.add(edge.outbound.on_sent(on_sent))
+
+
+def _register_tools(
+    core: CoreParts, storage: StorageParts, persistence: StatePersistence, alarm: Alarm
+) -> None:
     register_builtin_tools(
         BuiltinToolParts(
-            app=app,
-            ids=ids,
-            kernel=kernel,
-            store=store,
-            context=context,
+            app=core.config.runtime,
+            ids=core.ids,
+            kernel=core.kernel,
+            store=storage.store,
+            context=storage.context,
             persistence=persistence,
             alarm=alarm,
-            tools=tools,
-            extensions=extensions,
-            scope=scope,
+            tools=core.tools,
+            extensions=core.extensions,
+            scope=core.scope,
         )
     )
-    restored = await persistence.restore(clock())
+
+
+def _maintenance(
+    core: CoreParts, storage: StorageParts, persistence: StatePersistence, alarm: Alarm
+) -> Maintenance:
+    return Maintenance(
+        core.kernel,
+        storage.store,
+        clock=core.clock,
+        app=core.config.runtime,
+        lexicon=core.config.lexicon,
+        restore_policy=RestorePolicy.from_config(core.config.store),
+        learn_queue=core.learn_queue,
+        sessions=storage.context.sessions,
+        activity=core.activity,
+        ledger=core.router.ledger,
+        director=core.director,
+        life=core.life_settings,
+        save=persistence.save,
+        alarm=alarm,
+    )
+
+
+async def _compose(
+    edge: EdgeContext,
+    lifetime: Lifetime,
+    task_group: TaskGroup,
+    *,
+    on_sent: Callable[[SentRecord], None],
+    router: ModelRouter | None,
+) -> RunningBot:
+    core = _core(edge, router)
+    if not core.model_ready:
+        log.warning("no_model", problem=core.router.problem or "the edge found no chat model")
+    storage = await _open_storage(core, edge, lifetime)
+    lifetime.add(core.director.close, name="life_director")
+    lifetime.add(core.scope.dispose, name="registrations")
+    persistence = _persistence(core, storage, edge)
+    background = Background(task_group)
+    alarm = Alarm(core.kernel.scheduler, core.clock)
+    driver = _driver(core, storage, edge, alarm, background, lifetime)
+    app = core.config.runtime
+    slots = EpisodeSlots(app.max_concurrent_episodes, app.forced_episode_reserve)
+    loop = ActivationLoop(core.kernel, alarm, driver, slots, clock=core.clock, addressed_work=edge.addressed)
+    control = _control(core, storage, edge, persistence, loop, driver)
+    core.scope.add(edge.outbound.on_sent(on_sent))
+    _register_tools(core, storage, persistence, alarm)
+    restored = await persistence.restore(core.clock())
 
     # Restored: from here on, stopping closes the sessions, saves, and lets the bookkeeping drain.
     async def close_sessions() -> None:
         # Those left open (cut short) are marked interrupted at the next start and resumed from there.
-        closed = await context.sessions.close_all(clock())
+        closed = await storage.context.sessions.close_all(core.clock())
         log.info("sessions_closed", count=len(closed))
 
     lifetime.add_async(close_sessions, name="sessions", deadline=STOP_SESSIONS_WAIT)
@@ -337,52 +425,8 @@ async def _compose(
     loop.start(task_group)
     lifetime.start("activation_loop", loop.run)
     lifetime.add_async(loop.stop, name="episodes", deadline=STOP_EPISODES_WAIT)
-    maintenance = Maintenance(
-        kernel,
-        store,
-        clock=clock,
-        app=app,
-        lexicon=config.lexicon,
-        restore_policy=RestorePolicy.from_config(config.store),
-        learn_queue=learn_queue,
-        sessions=context.sessions,
-        activity=activity,
-        ledger=router.ledger,
-        director=director,
-        life=life_settings,
-        save=persistence.save,
-        alarm=alarm,
-    )
+    maintenance = _maintenance(core, storage, persistence, alarm)
     maintenance.start(lifetime)
     return RunningBot(
-        config=config,
-        lifetime=lifetime,
-        persona=persona,
-        model_ready=model_ready,
-        kernel=kernel,
-        learn_queue=learn_queue,
-        room=room,
-        tools=tools,
-        scope=scope,
-        extensions=extensions,
-        activity=activity,
-        director=director,
-        router=router,
-        recent=recent,
-        deliveries=deliveries,
-        why=why,
-        quiet=quiet,
-        recalled=recalled,
-        store=store,
-        writer=writer,
-        context=context,
-        memory=memory,
-        persistence=persistence,
-        alarm=alarm,
-        background=background,
-        driver=driver,
-        loop=loop,
-        control=control,
-        maintenance=maintenance,
-        restored=restored,
+        core, storage, lifetime, persistence, alarm, background, driver, loop, control, maintenance, restored
     )

@@ -95,27 +95,27 @@ class Runtime:
 
     @property
     def kernel(self) -> Kernel:
-        return self.bot.kernel
+        return self.bot.core.kernel
 
     @property
     def store(self) -> SqliteStore:
-        return self.bot.store
+        return self.bot.storage.store
 
     @property
     def writer(self) -> StoreWriter:
-        return self.bot.writer
+        return self.bot.storage.writer
 
     @property
     def context(self) -> ContextRuntime:
-        return self.bot.context
+        return self.bot.storage.context
 
     @property
     def memory(self) -> MemoryLayer | None:
-        return self.bot.memory
+        return self.bot.storage.memory
 
     @property
     def router(self) -> ModelRouter:
-        return self.bot.router
+        return self.bot.core.router
 
     @property
     def persistence(self) -> StatePersistence:
@@ -155,7 +155,7 @@ class Runtime:
         bot.loop.wake()
         log.info(
             "runtime_started",
-            model=bot.model_ready,
+            model=bot.core.model_ready,
             shadow_mode=self.edge.shadow_mode,
             data_dir=str(self.edge.data_dir),
             restored_events=bot.restored.events,
@@ -174,45 +174,45 @@ class Runtime:
     async def on_message(self, message: ChatMessage) -> None:
         if not self._started:
             return
-        bot = self.bot
-        if bot.deliveries.repeated(message):
+        core = self.bot.core
+        if core.deliveries.repeated(message):
             # The same message delivered again (a re-sent event, a replayed journal): handled once.
             log.info("duplicate_delivery", chat_id=message.chat_id, message_id=message.message_id)
             return
         self._messages += 1
-        result = bot.kernel.ingest(message)
+        result = core.kernel.ingest(message)
         thread_id = result.thread.thread.id
         stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
-        bot.recent.add(stored)
-        bot.writer.offer(stored)
+        core.recent.add(stored)
+        self.bot.storage.writer.offer(stored)
         if message.from_self:
             return
-        bot.why.note(result)
-        bot.driver.note_arrival(result)
-        bot.activity.note(message)
-        bot.room.note_message(message, thread_id, message.time)
+        core.why.note(result)
+        self.bot.driver.note_arrival(result)
+        core.activity.note(message)
+        core.room.note_message(message, thread_id, message.time)
         if message.text:
-            bot.learn_queue.append((message.chat_id, message.text[: bot.config.lexicon.learn_max_chars]))
+            core.learn_queue.append((message.chat_id, message.text[: core.config.lexicon.learn_max_chars]))
         if result.action is IngestAction.ACT_NOW:
-            bot.loop.start_episode(Activation(result.event, ActivationOutcome.READY, "forced"))
+            self.bot.loop.start_episode(Activation(result.event, ActivationOutcome.READY, "forced"))
         else:
             # A scheduled activation may fall due before the loop's alarm; supersessions are reported.
-            bot.loop.poke(force=bool(result.superseded))
+            self.bot.loop.poke(force=bool(result.superseded))
 
     async def on_notice(self, notice: Notice) -> None:
         if not self._started:
             return
         if isinstance(notice, Recalled):
-            recalled = self.bot.recalled
+            recalled = self.bot.core.recalled
             recalled[(notice.chat_id, notice.message_id)] = None
             while len(recalled) > RECALLED_KEPT:
                 recalled.popitem(last=False)
-            self.bot.writer.offer(MessageRecalled(notice.chat_id, notice.message_id))
+            self.bot.storage.writer.offer(MessageRecalled(notice.chat_id, notice.message_id))
             self._withdraw(notice.chat_id, notice.message_id, notice.time)
 
     def _withdraw(self, chat_id: str, message_id: str, now: float) -> None:
         """A recalled message must not be answered: its pending activation goes."""
-        kernel = self.bot.kernel
+        kernel = self.bot.core.kernel
         for event in kernel.events.list(chat_id=chat_id):
             if message_id in event.evidence_message_ids and kernel.cancel(event.id, now, reason="recalled"):
                 log.info("activation_withdrawn", chat_id=chat_id, event_id=event.id, reason="recalled")
@@ -227,7 +227,7 @@ class Runtime:
         Once the writer has dropped a write (its queue was full while storage failed), what it dropped
         is only in the inbound journal: from then on nothing counts as done, so the journal keeps every
         later segment and the next start re-delivers them (the ones stored meanwhile are skipped)."""
-        stats = self.bot.writer.statistics()
+        stats = self.bot.storage.writer.statistics()
         if stats.dropped:
             return stats.enqueued, -1
         return stats.enqueued, stats.written + stats.rejected
@@ -240,7 +240,9 @@ class Runtime:
             ids.setdefault(message.chat_id, []).append(message.message_id)
         found: set[tuple[str, str, str, str]] = set()
         for chat_id, message_ids in ids.items():
-            for stored in await self.bot.store.get_messages(chat_id, list(dict.fromkeys(message_ids))):
+            for stored in await self.bot.storage.store.get_messages(
+                chat_id, list(dict.fromkeys(message_ids))
+            ):
                 found.add((chat_id, stored.message_id, stored.sender_id, stored.text))
         return [(m.chat_id, m.message_id, m.sender_id, m.text) in found for m in messages]
 
@@ -249,24 +251,24 @@ class Runtime:
     def _on_sent(self, record: SentRecord) -> None:
         if record.shadow or not record.message_id:
             return
-        bot = self.bot
+        core = self.bot.core
         kind, ident = parse_chat_id(record.chat_id)
         message = ChatMessage(
             message_id=record.message_id,
             chat_kind=kind,
             chat_ident=ident,
             sender_id=SELF_SENDER,
-            sender_name=bot.persona.name,
+            sender_name=core.persona.name,
             time=record.time,
             text=record.text,
             reply_to=record.reply_to,
             from_self=True,
         )
-        assignment = bot.kernel.note_outgoing(message)
+        assignment = core.kernel.note_outgoing(message)
         stored = StoredMessage.from_chat_message(message, thread_id=assignment.thread.id)
-        bot.recent.add(stored)
-        bot.deliveries.note(stored)
-        bot.writer.offer(stored)
+        core.recent.add(stored)
+        core.deliveries.note(stored)
+        self.bot.storage.writer.offer(stored)
 
     # -- introspection ------------------------------------------------------------------------------
 
@@ -275,13 +277,13 @@ class Runtime:
         return RuntimeStatistics(
             started=self._started,
             messages=self._messages,
-            learn_queue=len(bot.learn_queue),
+            learn_queue=len(bot.core.learn_queue),
             loop=bot.loop.statistics(),
             episodes=bot.driver.statistics(),
-            waiting=bot.room.statistics(),
+            waiting=bot.core.room.statistics(),
             maintenance=bot.maintenance.statistics(),
             persistence=bot.persistence.statistics(),
-            kernel=bot.kernel.statistics(),
+            kernel=bot.core.kernel.statistics(),
         )
 
 

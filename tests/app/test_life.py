@@ -29,8 +29,8 @@ async def test_a_life_source_speaks_only_in_a_live_chat(
 
     async with running(config, data_dir) as h:
         rt = h.runtime
-        rt.bot.extensions.register_life_source(
-            rt.bot.scope.child("solar-terms"), LifeSourceSpec("solar_terms", poll, 3600)
+        rt.bot.core.extensions.register_life_source(
+            rt.bot.core.scope.child("solar-terms"), LifeSourceSpec("solar_terms", poll, 3600)
         )
         await h.say("下午好", chat="group:500")
         await h.advance(30)
