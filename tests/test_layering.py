@@ -247,3 +247,56 @@ def test_runtime_tests_import_no_nonebot_and_nothing_of_the_edge() -> None:
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def import_cycles(imports: list[Import]) -> list[list[str]]:
+    """The groups of modules that import each other in a circle (any import, TYPE_CHECKING too)."""
+    modules = {imp.module for imp in imports}
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        target = imp.target
+        while target and target not in modules:  # ``from a.b import C``: C may be a name in a.b
+            target = target.rpartition(".")[0]
+        if target and target != imp.module:
+            graph.setdefault(imp.module, set()).add(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_the_parts_of_the_running_bot_do_not_import_each_other_in_a_circle() -> None:
+    """A part is given what it uses (runtime.app.compose); it never imports the whole it belongs to."""
+    assert import_cycles(all_imports("runtime/app")) == []
+
+
+def test_the_cycle_check_finds_a_circle_through_type_checking() -> None:
+    imports = [
+        *imports_in("from runtime.app.loop import ActivationLoop\n", "runtime.app.runtime"),
+        *imports_in("if TYPE_CHECKING:\n    from runtime.app.runtime import Runtime\n", "runtime.app.loop"),
+    ]
+    assert import_cycles(imports) == [["runtime.app.loop", "runtime.app.runtime"]]
