@@ -6,6 +6,7 @@ model, tools and store.
     runtime.py      Runtime (the edge's RuntimeGateway), build_runtime(edge) for use_runtime
     compose.py      compose(): the running bot built in dependency order, each part given what it uses;
                     one Lifetime owns every task and registration (stop closes it, the store last)
+    core.py         the parts that need nothing but config and clock (kernel, registries, router, ...)
     parts.py        opening the store, and the Context Runtime with the memory layer on it
     alarm.py        the bot's one alarm at the kernel's next activation (poked, never polled)
     loop.py         ActivationLoop: waits on the alarm; episodes in the task group, in slots

@@ -1,11 +1,11 @@
 """The composition root: the running bot built in dependency order, each part given only what it uses.
 
 :func:`compose` is the one place that knows how the parts fit. It makes them in the order they depend
-on each other — the kernel and the other parts that need nothing, the store, the model router, the
-store writer, the Context Runtime and memory layer on the store, the persistence, the alarm, the
-episode driver, the activation loop, the admin control, the built-in tools, the restore, the
-periodic jobs — and hands each its collaborators at construction (a ``...Parts`` value or explicit
-arguments), never the whole runtime, and never fills one in later.
+on each other — the kernel and the other parts that need nothing (:mod:`runtime.app.core`), the
+store, the model router's clients, the store writer, the Context Runtime and memory layer on the
+store, the persistence, the alarm, the episode driver, the activation loop, the admin control, the
+built-in tools, the restore, the periodic jobs — and hands each its collaborators at construction (a
+``...Parts`` value or explicit arguments), never the whole runtime, and never fills one in later.
 
 Everything it starts or registers is owned by one :class:`~runtime.lifetime.Lifetime`, which undoes it
 newest first at stop, each closing step within its share of the edge's 10 s grace: the periodic jobs
@@ -18,9 +18,8 @@ stop, running episodes finish (``STOP_EPISODES_WAIT``), background bookkeeping d
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import anyio
 import structlog
@@ -30,32 +29,21 @@ from runtime.app.alarm import Alarm
 from runtime.app.background import Background
 from runtime.app.builtin_tools import BuiltinToolParts, register_builtin_tools
 from runtime.app.control import Control, ControlParts
-from runtime.app.deliveries import RecentDeliveries
+from runtime.app.core import CoreParts, core_parts
 from runtime.app.episodes import DriverParts, EpisodeDriver
-from runtime.app.ids import RestoringIds
 from runtime.app.loop import ActivationLoop
 from runtime.app.maintenance import Maintenance
 from runtime.app.parts import open_context, open_store
 from runtime.app.persistence import RestoreReport, StatePersistence
-from runtime.app.persona import Persona
 from runtime.app.slots import EpisodeSlots
-from runtime.app.why import WhyLog
-from runtime.config import GreyWindConfig
-from runtime.context.builder import RecentBuffer
 from runtime.context.setup import ContextRuntime
-from runtime.episodes import EpisodeSettings, WaitingRoom, tool_registry_from_config
-from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
-from runtime.kernel.kernel import Kernel
-from runtime.kernel.settings import KernelSettings
 from runtime.lifetime import Lifetime
 from runtime.llm.router import ModelRouter
 from runtime.memory.layers import MemoryLayer
 from runtime.ports import EdgeContext, SentRecord
-from runtime.quiet import QuietPeriod
 from runtime.store.protocol import RestorePolicy
 from runtime.store.sqlite.store import SqliteStore
 from runtime.store.writer import StoreWriter
-from runtime.tools import ToolRegistry
 
 __all__ = [
     "SERVICE_RESTART_DELAY",
@@ -65,7 +53,6 @@ __all__ = [
     "STOP_SESSIONS_WAIT",
     "STOP_STORE_WAIT",
     "STOP_WRITER_WAIT",
-    "CoreParts",
     "RunningBot",
     "StorageParts",
     "compose",
@@ -84,18 +71,6 @@ STOP_STORE_WAIT = 1.0
 STOP_ROUTER_WAIT = 0.5
 # The writer's own timeout is its share; the closing step may take a little longer to report it.
 _WRITER_MARGIN = 0.5
-
-
-class _FunctionClock:
-    """The edge's ``clock()`` callable seen as a kernel ``Clock``."""
-
-    __slots__ = ("_read",)
-
-    def __init__(self, read: Callable[[], float]) -> None:
-        self._read = read
-
-    def now(self) -> float:
-        return self._read()
 
 
 async def keep_serving(name: str, serve: Callable[[], Awaitable[object]]) -> None:
@@ -129,34 +104,6 @@ async def compose(
 
 
 @dataclass(frozen=True, slots=True)
-class CoreParts:
-    """What needs nothing but the config and the clock: made first, no I/O."""
-
-    config: GreyWindConfig
-    clock: Callable[[], float]
-    clock_obj: _FunctionClock
-    ids: RestoringIds
-    kernel: Kernel
-    learn_queue: deque[tuple[str, str]]
-    persona: Persona
-    episode_settings: EpisodeSettings
-    room: WaitingRoom
-    tools: ToolRegistry
-    scope: Scope
-    extensions: ExtensionRegistry
-    activity: ChatActivityLog
-    life_settings: LifeSettings
-    director: LifeDirector
-    recent: RecentBuffer
-    deliveries: RecentDeliveries
-    why: WhyLog
-    quiet: dict[str, QuietPeriod]
-    recalled: OrderedDict[tuple[str, str], None]
-    router: ModelRouter
-    model_ready: bool
-
-
-@dataclass(frozen=True, slots=True)
 class StorageParts:
     """The store and what is built on it."""
 
@@ -181,48 +128,6 @@ class RunningBot:
     control: Control
     maintenance: Maintenance
     restored: RestoreReport
-
-
-def _core(edge: EdgeContext, router: ModelRouter | None) -> CoreParts:
-    config = edge.config
-    clock = edge.clock
-    clock_obj = _FunctionClock(clock)
-    ids = RestoringIds(clock_obj)
-    settings = KernelSettings.from_config(config)
-    # Lexicon learning runs in the maintenance (prepare in a worker thread), so the kernel keeps no
-    # queue of its own.
-    settings = replace(settings, scheduling=replace(settings.scheduling, learn_queue_max=0))
-    kernel = Kernel(settings, ids=ids, now=clock())
-    episode_settings = EpisodeSettings.from_config(config.episodes)
-    tools = tool_registry_from_config(config.episodes)
-    extensions = ExtensionRegistry(tools, clock=clock_obj, lexicon=kernel.lexicon)
-    activity = ChatActivityLog()
-    life_settings = LifeSettings.from_config(config.life)
-    router = router if router is not None else ModelRouter.from_config(config, wall=clock)
-    return CoreParts(
-        config=config,
-        clock=clock,
-        clock_obj=clock_obj,
-        ids=ids,
-        kernel=kernel,
-        learn_queue=deque(maxlen=max(1, config.lexicon.learn_max_texts * 5)),
-        persona=Persona(config.persona),
-        episode_settings=episode_settings,
-        room=WaitingRoom(kernel, episode_settings),
-        tools=tools,
-        scope=Scope("runtime"),
-        extensions=extensions,
-        activity=activity,
-        life_settings=life_settings,
-        director=LifeDirector(extensions, kernel, activity, clock=clock_obj, settings=life_settings),
-        recent=RecentBuffer(),
-        deliveries=RecentDeliveries(),
-        why=WhyLog(config.runtime.why_per_chat),
-        quiet={},
-        recalled=OrderedDict(),
-        router=router,
-        model_ready=edge.model_configured and router.configured,
-    )
 
 
 async def _open_storage(core: CoreParts, edge: EdgeContext, lifetime: Lifetime) -> StorageParts:
@@ -395,7 +300,7 @@ async def _compose(
     on_sent: Callable[[SentRecord], None],
     router: ModelRouter | None,
 ) -> RunningBot:
-    core = _core(edge, router)
+    core = core_parts(edge, router)
     if not core.model_ready:
         log.warning("no_model", problem=core.router.problem or "the edge found no chat model")
     storage = await _open_storage(core, edge, lifetime)
