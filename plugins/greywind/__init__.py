@@ -1,15 +1,16 @@
 """GreyWind's NoneBot plugin: OneBot v11 events in, the runtime's words out.
 
 The plugin is thin: matchers hand every message and notice to an :class:`~plugins.greywind.edge.Edge`,
-and the driver's lifespan starts and stops it. Module map:
+and the driver's lifespan starts and stops it. It implements the contract the runtime defines in
+:mod:`runtime.ports` (gateway, outbound, notices, control). Module map:
 
 * ``convert``  — OneBot message events -> ``ChatMessage`` (placeholders, mentions, addressing)
-* ``notices``  — recall / ban / removal notices as values; bans close the chat's send gate
+* ``notices``  — recall / ban / removal notices read into the runtime's values; bans close the gate
 * ``outbound`` — the account-wide rate limiter, send gates, reply splitting, one retry, shadow mode
 * ``accounts`` — which account owns which chat (sends leave through it), kept in the data directory
 * ``commands`` — superuser commands and mute words, dispatched to a ``RuntimeControl``
 * ``dispatch`` — bounded, per-chat-ordered workers in the lifespan's task group
-* ``gateway``  — the ``RuntimeGateway`` protocol, ``use_runtime(factory)``, the logging stand-in
+* ``gateway``  — ``use_runtime(factory)``, the logging stand-in for a ``RuntimeGateway``
 * ``onebot_guard`` — the adapter with a bounded event backlog in front of its receive loop
 * ``edge``     — the state of one run, tying the above together
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Protocol
 
 from runtime.kernel.message import ChatKind, chat_id_for
+from runtime.ports.control import RuntimeControl
 
 __all__ = [
     "HELP",
@@ -80,22 +80,6 @@ class Usage:
     """The text was meant as a command but is malformed; ``text`` says how to write it."""
 
     text: str
-
-
-class RuntimeControl(Protocol):
-    """What the admin commands and mute words reach. Every method returns the text to answer with
-    (empty: say nothing). ``until`` is seconds since the epoch, None for "until lifted"."""
-
-    async def status(self, chat_id: str | None) -> str: ...
-    async def why(self, chat_id: str, message_id: str | None) -> str: ...
-    async def mute(self, chat_id: str, until: float | None, *, by: str, reason: str) -> str: ...
-    async def unmute(self, chat_id: str, *, by: str, reason: str) -> str: ...
-    async def lexicon_list(self, chat_id: str) -> str: ...
-    async def lexicon_add(self, chat_id: str, term: str, weight: float | None) -> str: ...
-    async def lexicon_pin(self, chat_id: str, term: str) -> str: ...
-    async def lexicon_suppress(self, chat_id: str, term: str) -> str: ...
-    async def persona_reload(self) -> str: ...
-    async def bind(self, chat_id: str, thread: str, vision: str | None) -> str: ...
 
 
 def parse_duration(text: str) -> float | None:

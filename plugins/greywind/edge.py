@@ -61,6 +61,7 @@ from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
+from runtime.ports import StoresInbound
 from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED
 from runtime.urgency import AddressedWork
 
@@ -443,8 +444,8 @@ class Edge:
 
     def _store_progress(self) -> tuple[int, int]:
         """(writes handed to the store, writes committed) from a gateway that stores; (0, 0) else."""
-        progress = getattr(self.gateway, "store_progress", None)
-        return progress() if progress is not None else (0, 0)
+        gateway = self.gateway
+        return gateway.store_progress() if isinstance(gateway, StoresInbound) else (0, 0)
 
     async def _retire_journal(self) -> None:
         assert self.journal is not None

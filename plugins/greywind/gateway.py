@@ -1,7 +1,8 @@
 """Where the edge meets the runtime.
 
-The plugin converts OneBot events and hands them to a :class:`RuntimeGateway`; admin commands and mute
-words reach its :attr:`RuntimeGateway.control`. The runtime sends through :attr:`EdgeContext.outbound`.
+The plugin converts OneBot events and hands them to a :class:`~runtime.ports.RuntimeGateway`; admin
+commands and mute words reach its ``control``. The runtime sends through ``EdgeContext.outbound``. The
+contract itself (gateway, context, outbound, notices, control) is the runtime's: :mod:`runtime.ports`.
 
 Wiring a runtime is one call, made after the plugin is loaded and before ``nonebot.run()`` (``bot.py``
 does it)::
@@ -12,38 +13,21 @@ does it)::
 Until one is registered, the plugin runs :class:`LoggingGateway`, which records and logs every message
 and notice and answers nothing: the bot connects, converts, gates and rate-limits, but has no brain.
 
-Lifecycle, driven by the NoneBot lifespan: ``factory(edge)`` -> ``await gateway.start(task_group)``
-(background work goes into that task group, never a bare ``create_task``; a task there that raises
-is logged and ends alone, the rest of the edge keeps running) -> ``on_message`` /
-``on_notice`` calls (one chat's messages in arrival order; ``on_message`` should return once the
-message is ingested and let long work run in the task group) -> ``await gateway.stop()`` (flush, mark
-open sessions interrupted, close the store) -> the task group is cancelled.
-
-A gateway that stores messages also serves the edge's inbound journal with two optional methods:
-``store_progress() -> (handed, committed)`` (writes handed to its store writer, and how many of them
-are committed, in order) and ``async stored_already(messages) -> list[bool]`` (whether the store holds
-exactly each one). Without them the journal takes what was handed over as committed, and a replay
-skips nothing.
+Lifecycle, driven by the NoneBot lifespan, as :mod:`runtime.ports.gateway` describes it; a task in the
+lifespan's task group that raises is logged and ends alone, the rest of the edge keeps running.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
+from dataclasses import dataclass
 
 import structlog
 from anyio.abc import TaskGroup
 
-from plugins.greywind.commands import RuntimeControl
-from plugins.greywind.notices import Notice
-from plugins.greywind.outbound import Outbound
-from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
-from runtime.urgency import AddressedWork
+from runtime.ports import EdgeContext, Notice, RuntimeControl, RuntimeFactory, RuntimeGateway
 
 __all__ = [
     "EdgeContext",
@@ -59,37 +43,6 @@ __all__ = [
 log = structlog.get_logger("greywind.gateway")
 
 
-@dataclass(frozen=True, slots=True)
-class EdgeContext:
-    """What the edge gives the runtime when it is built."""
-
-    config: GreyWindConfig
-    config_path: Path
-    data_dir: Path
-    outbound: Outbound
-    shadow_mode: bool  # bot.shadow_mode, or forced on because no model is configured
-    model_configured: bool
-    superusers: frozenset[str]
-    clock: Callable[[], float] = time.time
-    # The edge's own statistics (dispatcher, outbound, gates) for the admin ``status``.
-    edge_status: Callable[[], str] = field(default=lambda: "")
-    # Tells the edge the persona's names changed (``persona reload``): name-addressing follows at once.
-    rename: Callable[[tuple[str, ...]], None] = field(default=lambda names: None)
-    # Forced episodes mark themselves here until they reach the model; chatter yields meanwhile.
-    addressed: AddressedWork = field(default_factory=AddressedWork)
-
-
-class RuntimeGateway(Protocol):
-    @property
-    def control(self) -> RuntimeControl: ...
-
-    async def start(self, task_group: TaskGroup) -> None: ...
-    async def stop(self) -> None: ...
-    async def on_message(self, message: ChatMessage) -> None: ...
-    async def on_notice(self, notice: Notice) -> None: ...
-
-
-RuntimeFactory = Callable[[EdgeContext], RuntimeGateway]
 _factory: RuntimeFactory | None = None
 
 

@@ -33,6 +33,7 @@ from plugins.greywind.convert import Inbound, convert_message
 from plugins.greywind.journal import JournalEntry, JournalKey, frame_key
 from plugins.greywind.onebot_guard import repair_segments
 from runtime.kernel.message import ChatMessage
+from runtime.ports import StoresInbound
 
 if TYPE_CHECKING:
     from plugins.greywind.edge import Edge
@@ -121,10 +122,10 @@ class JournalReplay:
             log.info("journal_replayed", **self._counts, waiting=self.waiting)
 
     async def _stored_already(self, messages: list[ChatMessage]) -> Iterator[bool]:
-        check = getattr(self._edge.gateway, "stored_already", None)
-        if check is None or not messages:
+        gateway = self._edge.gateway
+        if not isinstance(gateway, StoresInbound) or not messages:
             return iter([False] * len(messages))
-        return iter(await check(messages))
+        return iter(await gateway.stored_already(messages))
 
     def _settle(self, key: JournalKey) -> None:
         journal = self._edge.journal

@@ -1,4 +1,4 @@
-"""OneBot v11 notices the runtime cares about, as values.
+"""OneBot v11 notices the runtime cares about, read into the values of :mod:`runtime.ports.notices`.
 
 * ``group_recall`` / ``friend_recall`` -> :class:`Recalled` (the runtime marks the message recalled;
   a recalled message must not be quoted back or answered).
@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from nonebot.adapters.onebot.v11 import (
     FriendRecallNoticeEvent,
     GroupBanNoticeEvent,
@@ -24,44 +22,9 @@ from nonebot.adapters.onebot.v11 import (
 
 from plugins.greywind.outbound import ChatGates
 from runtime.kernel.message import ChatKind, chat_id_for
+from runtime.ports.notices import BotMuted, BotRemoved, BotUnmuted, Notice, Recalled
 
 __all__ = ["BotMuted", "BotRemoved", "BotUnmuted", "Notice", "Recalled", "apply_to_gates", "interpret_notice"]
-
-
-@dataclass(frozen=True, slots=True)
-class Recalled:
-    chat_id: str
-    message_id: str
-    operator_id: str
-    time: float
-
-
-@dataclass(frozen=True, slots=True)
-class BotMuted:
-    """The bot cannot speak in ``chat_id`` until ``until`` (None: until lifted)."""
-
-    chat_id: str
-    until: float | None
-    operator_id: str
-    whole_group: bool
-    time: float
-
-
-@dataclass(frozen=True, slots=True)
-class BotUnmuted:
-    chat_id: str
-    operator_id: str
-    time: float
-
-
-@dataclass(frozen=True, slots=True)
-class BotRemoved:
-    chat_id: str
-    operator_id: str
-    time: float
-
-
-Notice = Recalled | BotMuted | BotUnmuted | BotRemoved
 
 
 def interpret_notice(event: NoticeEvent, self_id: str, *, now: float) -> Notice | None:

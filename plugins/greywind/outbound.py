@@ -38,7 +38,8 @@ from plugins.greywind.restriction import (
     is_restriction_like,
 )
 from runtime.kernel.message import ChatKind, parse_chat_id
-from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED, QUIET_KINDS, QUIET_LABELS, QuietPeriod
+from runtime.ports.outbound import GateVerdict, SendResult, SentRecord
+from runtime.quiet import QUIET_IMPOSED, QuietBook
 
 __all__ = [
     "Account",
@@ -142,21 +143,6 @@ class TokenBucketStatistics:
     waited_seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class GateVerdict:
-    open: bool
-    # "open" | "muted" (the platform banned the bot) | "quiet" (a quiet period, of ``kind``) |
-    # "restricted" (the chat's account is paused, from Outbound.gate)
-    reason: str
-    until: float | None = None
-    kind: str | None = None  # of a quiet period: QUIET_ASKED | QUIET_IMPOSED
-
-    @property
-    def label(self) -> str:
-        """The reason as ``/status`` shows it: ``quiet（管理员）`` for a superuser's mute."""
-        return f"{self.reason}（{QUIET_LABELS[self.kind]}）" if self.kind in QUIET_LABELS else self.reason
-
-
 class ChatGates:
     """Per-chat send gates. ``until=None`` means until lifted.
 
@@ -168,7 +154,7 @@ class ChatGates:
 
     def __init__(self) -> None:
         self._muted: dict[str, float | None] = {}
-        self._quiet: dict[str, QuietPeriod] = {}
+        self._quiet = QuietBook()
 
     def mute(self, chat_id: str, until: float | None) -> None:
         self._muted[chat_id] = until
@@ -185,26 +171,11 @@ class ChatGates:
     ) -> bool:
         """Open a quiet period; False (nothing changed) when an asked one would replace a live
         imposed one (``now`` None: any imposed one counts as live)."""
-        if kind not in QUIET_KINDS:
-            raise ValueError(f"unknown quiet kind {kind!r}")
-        current = self._quiet.get(chat_id)
-        if (
-            kind == QUIET_ASKED
-            and current is not None
-            and current.kind == QUIET_IMPOSED
-            and (current.until is None or now is None or current.until > now)
-        ):
-            return False
-        self._quiet[chat_id] = QuietPeriod(until, kind)
-        return True
+        return self._quiet.open(chat_id, until, kind, now=now)
 
     def unquiet(self, chat_id: str, *, only: str | None = None) -> bool:
         """End a quiet period (``only``: if it is of that kind); False when none was ended."""
-        current = self._quiet.get(chat_id)
-        if current is None or (only is not None and current.kind != only):
-            return False
-        del self._quiet[chat_id]
-        return True
+        return self._quiet.lift(chat_id, only=only)
 
     def verdict(self, chat_id: str, now: float) -> GateVerdict:
         if chat_id in self._muted:
@@ -212,16 +183,14 @@ class ChatGates:
             if until is None or until > now:
                 return GateVerdict(False, "muted", until)
             del self._muted[chat_id]
-        quiet = self._quiet.get(chat_id)
+        quiet = self._quiet.current(chat_id, now)
         if quiet is not None:
-            if quiet.until is None or quiet.until > now:
-                return GateVerdict(False, "quiet", quiet.until, quiet.kind)
-            del self._quiet[chat_id]
+            return GateVerdict(False, "quiet", quiet.until, quiet.kind)
         return GateVerdict(True, "open")
 
     def closed(self, now: float) -> dict[str, GateVerdict]:
         """Every chat currently closed, with why (for the admin ``status``)."""
-        chats = set(self._muted) | set(self._quiet)
+        chats = set(self._muted) | self._quiet.chats()
         verdicts = {chat: self.verdict(chat, now) for chat in sorted(chats)}
         return {chat: verdict for chat, verdict in verdicts.items() if not verdict.open}
 
@@ -269,30 +238,6 @@ class Account(NamedTuple):
 
     self_id: str
     bot: BotApi
-
-
-@dataclass(frozen=True, slots=True)
-class SentRecord:
-    """One message part the bot sent (or, in shadow mode, would have sent)."""
-
-    chat_id: str
-    text: str
-    message_id: str | None
-    time: float
-    reply_to: str | None
-    shadow: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    chat_id: str
-    sent: bool
-    # "sent" | "shadow" | "muted" | "quiet" | "empty" | "no_connection" | "restricted" (the account's
-    # sends are paused, plugins.greywind.restriction) | "failed"
-    reason: str
-    parts: tuple[str, ...] = ()
-    message_ids: tuple[str, ...] = ()
-    attempts: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,14 @@ model, tools and store.
 ::
 
     runtime.py      Runtime (the edge's RuntimeGateway), build_runtime(edge) for use_runtime
-    parts.py        the store-backed parts opened at start (store, writer, memory layer, context)
-    loop.py         ActivationLoop: one alarm at the kernel's next activation; episodes in the task group
+    compose.py      compose(): the running bot built in dependency order, each part given what it uses;
+                    one Lifetime owns every task and registration (stop closes it, the store last)
+    core.py         the parts that need nothing but config and clock (kernel, registries, router, ...)
+    parts.py        opening the store, and the Context Runtime with the memory layer on it
+    alarm.py        the bot's one alarm at the kernel's next activation (poked, never polled)
+    loop.py         ActivationLoop: waits on the alarm; episodes in the task group, in slots
+    background.py   bookkeeping off the chat's path, drained at stop
+    persona.py, why.py  the persona /persona reload replaces; the recent ingest results /why reads
     episodes.py     EpisodeDriver: one ready activation -> packet -> model -> send -> records
     reasoner.py     ModelReasoner over OpenAI tool calling; clean_reply
     builtin_tools.py memory_search, remember, schedule_message, current_time (+ task tools, a game)

@@ -19,24 +19,30 @@ Also registered: the context's task tools and the guess-number game (through the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
+from runtime.app.alarm import Alarm
 from runtime.app.episodes import REMINDER_KIND
+from runtime.app.persistence import StatePersistence
+from runtime.config.app import AppConfig
 from runtime.context.retrieval import memory_scopes
+from runtime.context.setup import ContextRuntime
 from runtime.context.tools import register_task_tools
+from runtime.extensions import ExtensionRegistry, Scope
 from runtime.extensions.games.guess_number import GuessNumberGame
 from runtime.kernel.events import EventState
+from runtime.kernel.ids import IdFactory
+from runtime.kernel.kernel import Kernel
+from runtime.store.protocol import Store
 from runtime.store.records import Memory, ScopeType
-from runtime.tools import ToolContext, ToolSpec
+from runtime.tools import ToolContext, ToolRegistry, ToolSpec
 
-if TYPE_CHECKING:
-    from runtime.app.runtime import Runtime
-
-__all__ = ["register_builtin_tools"]
+__all__ = ["BuiltinToolParts", "register_builtin_tools"]
 
 SEARCH_LIMIT = 5
 _WEEKDAYS = "一二三四五六日"
@@ -74,7 +80,23 @@ def local_time(now: float, zone: str) -> str:
     return f"{moment:%Y-%m-%d %H:%M}（星期{_WEEKDAYS[moment.weekday()]}，{zone}）"
 
 
-def register_builtin_tools(rt: Runtime) -> None:
+@dataclass(frozen=True, slots=True)
+class BuiltinToolParts:
+    """What the built-in tools use, given by the composition root."""
+
+    app: AppConfig
+    ids: IdFactory
+    kernel: Kernel
+    store: Store
+    context: ContextRuntime
+    persistence: StatePersistence
+    alarm: Alarm
+    tools: ToolRegistry
+    extensions: ExtensionRegistry
+    scope: Scope
+
+
+def register_builtin_tools(rt: BuiltinToolParts) -> None:
     """Register the built-in tools; their disposers go to ``rt.scope``."""
     store = rt.store
     app = rt.app
@@ -153,7 +175,7 @@ def register_builtin_tools(rt: Runtime) -> None:
         if not await rt.persistence.commit_event(event):
             rt.kernel.cancel(event.id, ctx.now, reason="not saved")
             return "提醒没能保存（存储暂时出错），这次没有安排上，请稍后再试。"
-        rt.loop.poke()
+        rt.alarm.poke()
         return f"好，{local_time(at, app.timezone)} 提醒（{event.id}）。"
 
     def current_time(args: NoArgs, ctx: ToolContext) -> str:

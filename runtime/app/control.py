@@ -20,23 +20,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import structlog
 
+from runtime.app.episodes import EpisodeDriver
+from runtime.app.loop import ActivationLoop
+from runtime.app.persistence import StatePersistence
+from runtime.app.persona import Persona
+from runtime.app.why import WhyLog
 from runtime.config import ConfigError, load_config
+from runtime.config.app import AppConfig
 from runtime.context.packet import PersonaSlot
+from runtime.context.setup import ContextRuntime
+from runtime.episodes import WaitingRoom
 from runtime.kernel.events import EventState
-from runtime.kernel.kernel import PERSONA_KEY
+from runtime.kernel.kernel import PERSONA_KEY, Kernel
 from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
+from runtime.llm.router import ModelRouter
+from runtime.ports import EdgeContext, Outbound
 from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED, QuietPeriod
+from runtime.store.protocol import Store
 from runtime.store.records import OPEN_SESSION_STATES
+from runtime.store.writer import StoreWriter
 
-if TYPE_CHECKING:
-    from runtime.app.runtime import Runtime
-
-__all__ = ["Control"]
+__all__ = ["Control", "ControlParts"]
 
 log = structlog.get_logger("greywind.control")
 
@@ -51,9 +61,32 @@ def _ago(now: float, when: float | None) -> str:
     return f"{seconds} 秒前" if seconds < 120 else f"{seconds // 60} 分钟前"
 
 
+@dataclass(frozen=True, slots=True)
+class ControlParts:
+    """What the admin commands read and change, given by the composition root."""
+
+    edge: EdgeContext  # shadow mode, the edge's status, the config file, rename
+    app: AppConfig
+    clock: Callable[[], float]
+    persona: Persona
+    model_ready: bool
+    kernel: Kernel
+    room: WaitingRoom
+    router: ModelRouter
+    store: Store
+    writer: StoreWriter
+    context: ContextRuntime
+    outbound: Outbound
+    persistence: StatePersistence
+    quiet: dict[str, QuietPeriod]  # the runtime's, shared with its persistence
+    why: WhyLog
+    loop: ActivationLoop  # for its statistics
+    driver: EpisodeDriver  # for its statistics
+
+
 class Control:
-    def __init__(self, runtime: Runtime) -> None:
-        self._rt = runtime
+    def __init__(self, parts: ControlParts) -> None:
+        self._rt = parts
 
     # -- status / why -----------------------------------------------------------------------------
 
@@ -263,14 +296,13 @@ class Control:
         except ConfigError as exc:
             return f"人格没有重载：{exc}"
         persona = fresh.persona
-        if persona == rt.config.persona:
+        if persona == rt.persona.config:
             return "人格配置没有变化。"
-        rt.config = rt.config.model_copy(update={"persona": persona})
-        rt.names = (persona.name, *persona.aliases)
-        rt.edge.rename(rt.names)
+        rt.persona.replace(persona)
+        rt.edge.rename(rt.persona.names)
         rt.context.builder._persona = PersonaSlot.from_config(persona)
         now = rt.clock()
-        names = [n for n in rt.names if len(n.strip()) >= 2]
+        names = [n for n in rt.persona.names if len(n.strip()) >= 2]
         if names:
             for old in rt.kernel.lexicon.terms(PERSONA_KEY):
                 rt.kernel.lexicon.remove(PERSONA_KEY, old.text)

@@ -28,30 +28,53 @@ answers comes with it from the kernel (from the store only for an event restored
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import structlog
 from structlog.contextvars import bound_contextvars
 
+from runtime.app.alarm import Alarm
+from runtime.app.persona import Persona
 from runtime.app.reasoner import ModelReasoner
 from runtime.app.slots import leave_slot
-from runtime.context.builder import BuildReason, BuiltContext, ChatInfo
-from runtime.episodes import RESUME_KIND, Episode, Heard, OutcomeKind, episode_id_of, run_episode
+from runtime.app.why import WhyLog
+from runtime.config import GreyWindConfig
+from runtime.config.app import AppConfig
+from runtime.context.builder import BuildReason, BuiltContext, ChatInfo, RecentBuffer
+from runtime.context.setup import ContextRuntime
+from runtime.episodes import (
+    RESUME_KIND,
+    Episode,
+    EpisodeSettings,
+    Heard,
+    OutcomeKind,
+    WaitingRoom,
+    episode_id_of,
+    run_episode,
+)
 from runtime.episodes.actions import ToolCall
 from runtime.episodes.persist import to_store_record, tool_call_records
+from runtime.extensions import LifeDirector
+from runtime.kernel.clock import Clock
 from runtime.kernel.deliberation import Deliberation, Recheck
 from runtime.kernel.errors import KernelError
 from runtime.kernel.events import EventState
+from runtime.kernel.ids import IdFactory
+from runtime.kernel.kernel import Kernel
 from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
 from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
+from runtime.llm.router import ModelRouter
+from runtime.memory.layers import MemoryLayer
+from runtime.ports import Outbound
 from runtime.store.kernel_state import chat_message
+from runtime.store.protocol import Store
 from runtime.store.records import SpeechRecord, StoredMessage
+from runtime.store.writer import StoreWriter
+from runtime.tools import ToolRegistry
 
-if TYPE_CHECKING:
-    from runtime.app.runtime import Runtime
-
-__all__ = ["MESSAGE_KIND", "REMINDER_KIND", "DriverStatistics", "EpisodeDriver"]
+__all__ = ["MESSAGE_KIND", "REMINDER_KIND", "DriverParts", "DriverStatistics", "EpisodeDriver"]
 
 log = structlog.get_logger("greywind.episode")
 
@@ -81,9 +104,39 @@ class DriverStatistics:
     no_model: int
 
 
+@dataclass(frozen=True, slots=True)
+class DriverParts:
+    """What the driver uses, given by the composition root."""
+
+    config: GreyWindConfig  # the episodes' model timeout
+    app: AppConfig
+    clock: Callable[[], float]
+    clock_obj: Clock
+    ids: IdFactory
+    persona: Persona
+    model_ready: bool
+    kernel: Kernel
+    room: WaitingRoom
+    episode_settings: EpisodeSettings
+    tools: ToolRegistry
+    director: LifeDirector
+    router: ModelRouter
+    store: Store
+    writer: StoreWriter
+    context: ContextRuntime
+    memory: MemoryLayer | None
+    outbound: Outbound
+    recent: RecentBuffer
+    why: WhyLog
+    recalled: OrderedDict[tuple[str, str], None]  # recently recalled messages, never answered
+    alarm: Alarm
+    loop_spawn: Callable[[Awaitable[object]], None]  # bookkeeping off the chat's path
+    running: Callable[[], bool]  # False once the runtime is stopping
+
+
 class EpisodeDriver:
-    def __init__(self, runtime: Runtime) -> None:
-        self._rt = runtime
+    def __init__(self, parts: DriverParts) -> None:
+        self._rt = parts
         self._graceful_at: dict[str, float] = {}
         self._counts = dict.fromkeys(
             (
@@ -174,7 +227,7 @@ class EpisodeDriver:
             else:
                 await self._deliberate(d)
         except Exception as exc:
-            if rt.running:
+            if rt.running():
                 log.exception("episode_failed", kind=kind)
             else:  # the store closed under it at shutdown; it is re-run after the restart
                 log.info("episode_cut_by_shutdown", kind=kind, error=repr(exc)[:200])
@@ -206,7 +259,7 @@ class EpisodeDriver:
         if check.proceed:
             return True
         if check.verdict is Recheck.SNOOZE:
-            rt.loop.poke()
+            rt.alarm.poke()
             return False
         event = d.event
         if event.kind == RESUME_KIND:
@@ -239,7 +292,7 @@ class EpisodeDriver:
         ):
             # A promised reminder is not lost to a quiet period: it comes when the period ends.
             self._finish(d, EventState.SNOOZED, until=verdict.until)
-            self._rt.loop.poke()
+            self._rt.alarm.poke()
         else:
             self._finish(d, EventState.SKIPPED, f"gate {verdict.reason}")
         return True
@@ -265,7 +318,7 @@ class EpisodeDriver:
         ):
             # A promised reminder waits for the connection (a restart before the account reconnects).
             self._finish(d, EventState.SNOOZED, until=now + REMINDER_RETRY)
-            rt.loop.poke()
+            rt.alarm.poke()
             log.info("reminder_postponed", reason=result.reason, retry_in=REMINDER_RETRY)
         else:
             self._finish(d, EventState.SKIPPED, f"send {result.reason}")
@@ -425,7 +478,7 @@ class EpisodeDriver:
             rt.router,
             prompt.as_messages(),
             chat_id=chat_id,
-            names=rt.names,
+            names=rt.persona.names,
             temperature=app.temperature,
             max_tokens=app.max_reply_tokens,
             timeout=rt.config.episodes.model_timeout_ms / 1000,
@@ -448,7 +501,7 @@ class EpisodeDriver:
             rt.room.park(final, rt.clock(), forced=forced)
             self._counts["waiting"] += 1
             self._finish(d, EventState.SKIPPED, "waiting")
-            rt.loop.poke()
+            rt.alarm.poke()
         elif reasoner.model_error is not None:
             self._counts["model_failures"] += 1
             bound.warning("model_failed", error=str(reasoner.model_error)[:300], forced=forced)
@@ -516,7 +569,7 @@ class EpisodeDriver:
                     chat_id=chat_id,
                     message_id=f"{episode.id}:reply",
                     sender_id="self",
-                    sender_name=rt.config.persona.name,
+                    sender_name=rt.persona.name,
                     time=now,
                     text=text,
                     from_self=True,

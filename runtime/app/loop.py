@@ -1,8 +1,7 @@
 """The activation loop: sleep until the kernel's next activation, hand out what is due, repeat.
 
-:meth:`ActivationLoop.wait_next_due` sleeps until the scheduler's ``next_at()`` — or until woken: a
-message scheduled an earlier activation (:meth:`poke`), a wait or reminder was parked, the clock was
-moved (:meth:`wake`). No busy loop, no sleeping task per activation: one alarm for the whole bot.
+:meth:`ActivationLoop.wait_next_due` sleeps on the bot's one :class:`~runtime.app.alarm.Alarm` (the
+scheduler's ``next_at()``, or earlier when poked). No busy loop, no sleeping task per activation.
 Then ``kernel.due(now)``: ready activations become episodes; the rest (expired, superseded, dropped by
 the budget) are settled by the driver.
 
@@ -24,29 +23,21 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
-from anyio.lowlevel import checkpoint
 
+from runtime.app.alarm import MAX_SLEEP, STALL_RETRY, Alarm
 from runtime.app.slots import EpisodeSlots, SlotStatistics, holding
+from runtime.kernel.kernel import Kernel
 from runtime.kernel.outcomes import Activation
-from runtime.urgency import addressed
+from runtime.urgency import AddressedWork, addressed
 
-if TYPE_CHECKING:
-    from runtime.app.runtime import Runtime
-
-__all__ = ["MAX_SLEEP", "STALL_RETRY", "ActivationLoop", "LoopStatistics"]
+__all__ = ["MAX_SLEEP", "STALL_RETRY", "ActivationLoop", "EpisodeRunner", "LoopStatistics"]
 
 log = structlog.get_logger("greywind.loop")
-
-# The alarm is re-checked at least this often, so a wall clock set forward is noticed.
-MAX_SLEEP = 30.0
-# Activations due but held back by their chat's running episode are looked at again this often (the
-# episode's end wakes the loop sooner).
-STALL_RETRY = 0.25
 # A chat whose last episode began longer ago than this is *fresh*: its forced episodes may take the
 # reserved slots (runtime.app.slots). Chats remembered for that, at most.
 FRESH_AFTER = 60.0
@@ -64,12 +55,31 @@ class LoopStatistics:
     slots: SlotStatistics | None = None
 
 
+class EpisodeRunner(Protocol):
+    """What the loop hands activations to (the :class:`~runtime.app.episodes.EpisodeDriver`)."""
+
+    async def run(self, activation: Activation) -> None: ...
+    def settle(self, activation: Activation) -> None: ...
+    def settle_unrun(self, activation: Activation, reason: str) -> None: ...
+
+
 class ActivationLoop:
-    def __init__(self, runtime: Runtime) -> None:
-        self._rt = runtime
-        self._wakeup = anyio.Event()
-        self._sleeping_until: float | None = None
-        self.slots = EpisodeSlots(runtime.app.max_concurrent_episodes, runtime.app.forced_episode_reserve)
+    def __init__(
+        self,
+        kernel: Kernel,
+        alarm: Alarm,
+        runner: EpisodeRunner,
+        slots: EpisodeSlots,
+        *,
+        clock: Callable[[], float],
+        addressed_work: AddressedWork,
+    ) -> None:
+        self._kernel = kernel
+        self._alarm = alarm
+        self._runner = runner
+        self._clock = clock
+        self._addressed = addressed_work
+        self.slots = slots
         self._chat_locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
         self._last_episode: dict[str, float] = {}  # chat -> when its last episode got a slot
         self._forced_waiting: dict[str, int] = {}  # chat -> forced episodes not yet under its lock
@@ -80,57 +90,35 @@ class ActivationLoop:
         self._closed = False
         self._stalled = False
         self._running = self._queued = 0
-        self._wakeups = self._activations = self._started = 0
+        self._activations = self._started = 0
 
     def start(self, task_group: TaskGroup) -> None:
+        """Episodes run in ``task_group`` from now on; the caller runs :meth:`run` (its own task)."""
         self._task_group = task_group
-        task_group.start_soon(self.run)
 
     def close(self) -> None:
         """No new episodes; running ones finish (the caller waits with :meth:`wait_idle`)."""
         self._closed = True
         self.wake()
 
+    async def stop(self) -> None:
+        """Close and wait until the running episodes have finished."""
+        self.close()
+        await self.wait_idle()
+
     # -- the alarm --------------------------------------------------------------------------------
 
     def wake(self) -> None:
         """Re-read the schedule now (the clock moved, or something was scheduled)."""
-        self._wakeup.set()
+        self._alarm.wake()
 
     def poke(self, *, force: bool = False) -> None:
         """Wake the loop if the next activation is now earlier than the alarm (or ``force``)."""
-        next_at = self._rt.kernel.scheduler.next_at()
-        if force or (
-            next_at is not None and (self._sleeping_until is None or next_at < self._sleeping_until)
-        ):
-            self._wakeup.set()
+        self._alarm.poke(force=force)
 
     async def wait_next_due(self) -> None:
-        """Return when the kernel's next activation is due, or when woken.
-
-        Always yields to the event loop. When the last batch was *stalled* — activations due but
-        none ready, each held back until the chat's running episode ends (the kernel reschedules
-        them at ``now + min_interval``, which may be ``now``) — it waits for that episode to end
-        (its end wakes the loop) or :data:`STALL_RETRY`, instead of spinning on them.
-        """
-        next_at = self._rt.kernel.scheduler.next_at()
-        now = self._rt.clock()
-        if next_at is None:
-            delay = MAX_SLEEP
-        elif next_at > now:
-            delay = min(MAX_SLEEP, next_at - now)
-        else:
-            delay = STALL_RETRY if self._stalled else 0.0
-        if delay > 0:
-            self._sleeping_until = next_at if not self._stalled else now + delay
-            with anyio.move_on_after(delay):
-                await self._wakeup.wait()
-            self._sleeping_until = None
-        else:
-            await checkpoint()
-        # A fresh event before handling what is due: a wake during the handling is not lost.
-        self._wakeup = anyio.Event()
-        self._wakeups += 1
+        """Return when the kernel's next activation is due, or when woken (:meth:`Alarm.wait`)."""
+        await self._alarm.wait(stalled=self._stalled)
 
     async def run(self) -> None:
         while not self._closed:
@@ -139,8 +127,8 @@ class ActivationLoop:
                 if self._closed:
                     break
                 ready = self.run_due()
-                next_at = self._rt.kernel.scheduler.next_at()
-                self._stalled = not ready and next_at is not None and next_at <= self._rt.clock()
+                next_at = self._kernel.scheduler.next_at()
+                self._stalled = not ready and next_at is not None and next_at <= self._clock()
             except Exception:
                 # A bug in one batch must not stop every later activation; pause so it cannot spin.
                 log.exception("due_failed")
@@ -148,22 +136,21 @@ class ActivationLoop:
 
     def run_due(self) -> int:
         """Hand out every activation due now; how many were ready."""
-        rt = self._rt
         ready = 0
-        for activation in rt.kernel.due(rt.clock()):
+        for activation in self._kernel.due(self._clock()):
             self._activations += 1
             if activation.ready:
                 ready += 1
                 self.start_episode(activation)
             else:
-                rt.driver.settle(activation)
+                self._runner.settle(activation)
         return ready
 
     # -- episodes ---------------------------------------------------------------------------------
 
     def start_episode(self, activation: Activation) -> None:
         if self._closed or self._task_group is None:
-            self._rt.driver.settle_unrun(activation, "runtime stopping")
+            self._runner.settle_unrun(activation, "runtime stopping")
             return
         self._started += 1
         self._running += 1
@@ -239,10 +226,10 @@ class ActivationLoop:
         release = self._releaser(reserved)
         # A fresh chat's forced episode is addressed work until it calls the model: chatter yields
         # to it. (Not a chat asking again and again: @-spam must not slow all chatter.)
-        work = self._rt.edge.addressed if forced and fresh else None
+        work = self._addressed if forced and fresh else None
         try:
             with holding(release), addressed(work):
-                await self._rt.driver.run(activation)
+                await self._runner.run(activation)
         finally:
             release()
 
@@ -274,11 +261,11 @@ class ActivationLoop:
 
     def statistics(self) -> LoopStatistics:
         return LoopStatistics(
-            wakeups=self._wakeups,
+            wakeups=self._alarm.wakeups,
             activations=self._activations,
             episodes_started=self._started,
             running=self._running,
             waiting_for_chat=self._queued,
-            next_at=self._rt.kernel.scheduler.next_at(),
+            next_at=self._kernel.scheduler.next_at(),
             slots=self.slots.statistics(),
         )

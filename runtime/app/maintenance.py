@@ -9,23 +9,29 @@
   sweep (handoffs written for sessions past the idle timeout), chat-activity and ledger pruning, and
   the store's finished events and old speeches;
 * life — every ``[life] tick_ms``: the LifeDirector's tick; what it schedules moves the loop's alarm.
+
+Each job is a task of the runtime's :class:`~runtime.lifetime.Lifetime` (:meth:`Maintenance.start`),
+cancelled at stop before the store it uses closes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
 
-from runtime.store.protocol import RestorePolicy
+from runtime.app.alarm import Alarm
+from runtime.config.app import AppConfig
+from runtime.config.lexicon import LexiconConfig
+from runtime.context.sessions import SessionManager
+from runtime.extensions import ChatActivityLog, LifeDirector, LifeSettings
+from runtime.kernel.kernel import Kernel
+from runtime.lifetime import Lifetime
+from runtime.llm.tokens import TokenLedger
+from runtime.store.protocol import RestorePolicy, Store
 from runtime.store.restore import prune_runtime_state
-
-if TYPE_CHECKING:
-    from runtime.app.runtime import Runtime
 
 __all__ = ["Maintenance", "MaintenanceStatistics"]
 
@@ -42,25 +48,50 @@ class MaintenanceStatistics:
 
 
 class Maintenance:
-    def __init__(self, runtime: Runtime) -> None:
-        self._rt = runtime
+    def __init__(
+        self,
+        kernel: Kernel,
+        store: Store,
+        *,
+        clock: Callable[[], float],
+        app: AppConfig,
+        lexicon: LexiconConfig,
+        restore_policy: RestorePolicy,
+        sessions: SessionManager,
+        activity: ChatActivityLog,
+        ledger: TokenLedger,
+        director: LifeDirector,
+        life: LifeSettings,
+        save: Callable[[], Awaitable[object]],
+        alarm: Alarm,
+    ) -> None:
+        self._kernel = kernel
+        self._store = store
+        self._clock = clock
+        self._app = app
+        self._lexicon = lexicon
+        self._policy = restore_policy
+        self._sessions = sessions
+        self._activity = activity
+        self._ledger = ledger
+        self._director = director
+        self._life = life
+        self._save = save
+        self._alarm = alarm
         self._slice = 0
         self._counts = dict.fromkeys(
             ("saves", "learned_texts", "housekeeping_ticks", "life_ticks", "failures"), 0
         )
 
-    def start(self, task_group: TaskGroup) -> None:
-        rt = self._rt
-        app = rt.app
-        task_group.start_soon(self._every, "save", app.save_interval_ms / 1000, self.save)
-        task_group.start_soon(
-            self._every, "learn", rt.config.lexicon.learn_interval_ms / 1000, self._learn_job
+    def start(self, lifetime: Lifetime) -> None:
+        app = self._app
+        lifetime.start("save", self._every, "save", app.save_interval_ms / 1000, self.save)
+        lifetime.start("learn", self._every, "learn", self._lexicon.learn_interval_ms / 1000, self._learn_job)
+        lifetime.start(
+            "housekeeping", self._every, "housekeeping", app.maintenance_interval_ms / 1000, self.housekeeping
         )
-        task_group.start_soon(
-            self._every, "housekeeping", app.maintenance_interval_ms / 1000, self.housekeeping
-        )
-        if rt.life_settings.enabled:
-            task_group.start_soon(self._every, "life", rt.life_settings.tick, self.life)
+        if self._life.enabled:
+            lifetime.start("life", self._every, "life", self._life.tick, self.life)
 
     async def _every(self, name: str, interval: float, job: Callable[[], Awaitable[None]]) -> None:
         while True:
@@ -72,7 +103,7 @@ class Maintenance:
                 log.exception("job_failed", job=name)
 
     async def save(self) -> None:
-        await self._rt.persistence.save()
+        await self._save()
         self._counts["saves"] += 1
 
     async def _learn_job(self) -> None:
@@ -80,40 +111,39 @@ class Maintenance:
 
     async def learn(self, max_texts: int | None = None) -> int:
         """One learning batch; how many texts it read."""
-        rt = self._rt
-        by_key = rt.kernel.take_learning(max_texts)
+        by_key = self._kernel.take_learning(max_texts)
         take = sum(len(texts) for texts in by_key.values())
         if not take:
             return 0
-        lexicon = rt.kernel.lexicon
+        lexicon = self._kernel.lexicon
         batch = await anyio.to_thread.run_sync(lexicon.prepare_learning, by_key)
-        lexicon.apply_learning(batch, rt.clock())
+        lexicon.apply_learning(batch, self._clock())
         self._counts["learned_texts"] += take
         return take
 
     async def housekeeping(self) -> None:
-        rt = self._rt
-        now = rt.clock()
-        rt.kernel.prune(now)
-        keys = rt.kernel.lexicon.list_keys()
-        slices = rt.app.lexicon_decay_slices
+        now = self._clock()
+        kernel = self._kernel
+        kernel.prune(now)
+        keys = kernel.lexicon.list_keys()
+        slices = self._app.lexicon_decay_slices
         part = keys[self._slice % slices :: slices]
         self._slice += 1
         if part:
-            rt.kernel.lexicon.decay(now, part)
-            rt.kernel.lexicon.expire(now, part)
-        await rt.context.sessions.sweep(now)
-        rt.activity.prune(now - 2 * rt.life_settings.recent_activity)
-        rt.router.ledger.prune(rt.router.ledger.day_of(now))
+            kernel.lexicon.decay(now, part)
+            kernel.lexicon.expire(now, part)
+        await self._sessions.sweep(now)
+        self._activity.prune(now - 2 * self._life.recent_activity)
+        self._ledger.prune(self._ledger.day_of(now))
         if self._slice % slices == 0:
-            await prune_runtime_state(rt.store, now=now, policy=RestorePolicy.from_config(rt.config.store))
+            await prune_runtime_state(self._store, now=now, policy=self._policy)
         self._counts["housekeeping_ticks"] += 1
 
     async def life(self) -> None:
-        report = await self._rt.director.tick(self._rt.clock())
+        report = await self._director.tick(self._clock())
         self._counts["life_ticks"] += 1
         if report.emitted:
-            self._rt.loop.poke()
+            self._alarm.poke()
 
     def statistics(self) -> MaintenanceStatistics:
         return MaintenanceStatistics(**self._counts)

@@ -27,23 +27,27 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
 
-from runtime.episodes import RESUME_KIND, episode_id_of
+from runtime.app.deliveries import RecentDeliveries
+from runtime.context.builder import RecentBuffer
+from runtime.context.sessions import SessionManager
+from runtime.episodes import RESUME_KIND, WaitingRoom, episode_id_of
 from runtime.episodes.persist import from_store_record
+from runtime.extensions import ChatActivityLog
 from runtime.kernel.events import TERMINAL_STATES, BotEvent
-from runtime.llm.tokens import LedgerEntry
+from runtime.kernel.kernel import Kernel
+from runtime.llm.tokens import LedgerEntry, TokenLedger
+from runtime.memory.injector import MemoryInjector
+from runtime.ports import QuietGates
 from runtime.quiet import QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
 from runtime.store.errors import StoreError
 from runtime.store.kernel_state import chat_message, event_record, restore_kernel, save_lexicon_changes
-from runtime.store.protocol import RestorePolicy
+from runtime.store.protocol import RestorePolicy, Store
 from runtime.store.records import StoredMessage
-
-if TYPE_CHECKING:
-    from runtime.app.runtime import Runtime
+from runtime.store.writer import StoreWriter
 
 __all__ = [
     "QUIET_FILE",
@@ -87,8 +91,38 @@ class SaveReport:
 class StatePersistence:
     """Restore on start, incremental saves while running, a last save at stop."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self._rt = runtime
+    def __init__(
+        self,
+        kernel: Kernel,
+        store: Store,
+        writer: StoreWriter,
+        *,
+        restore_policy: RestorePolicy,
+        sessions: SessionManager,
+        injector: MemoryInjector | None,
+        ledger: TokenLedger,
+        room: WaitingRoom,
+        activity: ChatActivityLog,
+        recent: RecentBuffer,
+        deliveries: RecentDeliveries,
+        quiet: dict[str, QuietPeriod],
+        gates: QuietGates,
+        data_dir: Path,
+    ) -> None:
+        self._kernel = kernel
+        self._store = store
+        self._writer = writer
+        self._policy = restore_policy
+        self._sessions = sessions
+        self._injector = injector
+        self._ledger = ledger
+        self._room = room
+        self._activity = activity
+        self._recent = recent
+        self._deliveries = deliveries
+        self._quiet = quiet  # the runtime's, shared with its control
+        self._gates = gates
+        self._data_dir = data_dir
         self._saved: dict[str, BotEvent] = {}  # event id -> the value last written while open
         self._ledger_saved: dict[tuple[str, str], LedgerEntry] = {}
         self._saves = 0
@@ -98,21 +132,18 @@ class StatePersistence:
     # -- start ------------------------------------------------------------------------------------
 
     async def restore(self, now: float) -> RestoreReport:
-        rt = self._rt
-        store = rt.store
-        policy = RestorePolicy.from_config(rt.config.store)
-        state = await store.load_runtime_state(now=now, policy=policy)
-        kernel_report = restore_kernel(rt.kernel, state, now=now)
-        for event in rt.kernel.events.list():
+        state = await self._store.load_runtime_state(now=now, policy=self._policy)
+        kernel_report = restore_kernel(self._kernel, state, now=now)
+        for event in self._kernel.events.list():
             if event.state not in TERMINAL_STATES:
                 self._saved[event.id] = event
         messages = self._replay_messages(state.recent_messages)
         waiting = await self._restore_waiting(now)
-        interrupted = await rt.context.sessions.mark_open_sessions_interrupted(now)
+        interrupted = await self._sessions.mark_open_sessions_interrupted(now)
         ledger = await self._restore_ledger(now)
         quiet = self._load_quiet(now)
-        if rt.memory is not None:
-            await rt.memory.injector.resume(now)
+        if self._injector is not None:
+            await self._injector.resume(now)
         report = RestoreReport(
             events=kernel_report.events,
             lexicon_keys=kernel_report.lexicon_keys,
@@ -124,45 +155,43 @@ class StatePersistence:
             quiet_chats=quiet,
         )
         # What was just loaded is already stored; only later changes need writing.
-        rt.kernel.lexicon.take_changes()
-        rt.router.ledger.take_dirty()
+        self._kernel.lexicon.take_changes()
+        self._ledger.take_dirty()
         log.info("state_restored", **{k: getattr(report, k) for k in report.__slots__})
         return report
 
     def _replay_messages(self, stored: tuple[StoredMessage, ...]) -> int:
         # restore_kernel has put them back into their conversation threads (ids kept).
-        rt = self._rt
         for item in sorted(stored, key=lambda m: (m.time, m.message_id)):
             if not item.from_self:
-                rt.activity.note(chat_message(item))
-            rt.recent.add(item)
-            rt.deliveries.note(item)  # a copy re-delivered after the restart is known
+                self._activity.note(chat_message(item))
+            self._recent.add(item)
+            self._deliveries.note(item)  # a copy re-delivered after the restart is known
         return len(stored)
 
     async def _restore_waiting(self, now: float) -> int:
-        rt = self._rt
         restored = 0
-        for event in rt.kernel.events.list():
+        for event in self._kernel.events.list():
             if event.kind != RESUME_KIND or event.state in TERMINAL_STATES:
                 continue
             episode_id = episode_id_of(event.payload)
-            record = await rt.store.get_episode(episode_id) if episode_id else None
+            record = await self._store.get_episode(episode_id) if episode_id else None
             try:
                 if record is None:
                     raise ValueError(f"episode {episode_id} is not stored")
-                rt.room.restore(
+                self._room.restore(
                     from_store_record(record), event.id, forced=event.payload.get("forced") is True
                 )
                 restored += 1
             except Exception as exc:  # an episode that cannot come back must not keep its activation
                 log.warning("waiting_episode_lost", episode_id=episode_id, error=repr(exc))
-                rt.kernel.cancel(event.id, now, reason="episode not restorable")
+                self._kernel.cancel(event.id, now, reason="episode not restorable")
         return restored
 
     async def _restore_ledger(self, now: float) -> int:
-        ledger = self._rt.router.ledger
+        ledger = self._ledger
         today = ledger.day_of(now)
-        rows = await self._rt.store.list_token_usage(day=today)
+        rows = await self._store.list_token_usage(day=today)
         entries = [LedgerEntry(r.chat_id, r.day, r.prompt_tokens, r.completion_tokens, r.calls) for r in rows]
         ledger.restore(entries)
         for entry in entries:
@@ -178,11 +207,10 @@ class StatePersistence:
             return await self._save()
 
     async def _save(self) -> SaveReport:
-        rt = self._rt
         events = 0
         saved = self._saved
         seen: set[str] = set()
-        for event in rt.kernel.events.list():
+        for event in self._kernel.events.list():
             seen.add(event.id)
             previous = saved.get(event.id)
             if previous is event:
@@ -190,7 +218,7 @@ class StatePersistence:
             terminal = event.state in TERMINAL_STATES
             if terminal and previous is None:
                 continue  # never pending in the store (chatter recorded as skipped): nothing to update
-            await rt.writer.put(event_record(event))
+            await self._writer.put(event_record(event))
             events += 1
             if terminal:
                 del saved[event.id]
@@ -198,13 +226,13 @@ class StatePersistence:
                 saved[event.id] = event
         for gone in [event_id for event_id in saved if event_id not in seen]:
             del saved[gone]
-            await rt.store.delete_event(gone)
-        lexicon_rows = await save_lexicon_changes(rt.store, rt.kernel.lexicon.take_changes())
+            await self._store.delete_event(gone)
+        lexicon_rows = await save_lexicon_changes(self._store, self._kernel.lexicon.take_changes())
         ledger_rows = 0
-        for entry in rt.router.ledger.take_dirty():
+        for entry in self._ledger.take_dirty():
             key = (entry.chat_id, entry.day)
             before = self._ledger_saved.get(key) or LedgerEntry(entry.chat_id, entry.day, 0, 0, 0)
-            await rt.store.add_token_usage(
+            await self._store.add_token_usage(
                 entry.chat_id,
                 entry.day,
                 prompt_tokens=entry.prompt_tokens - before.prompt_tokens,
@@ -221,7 +249,7 @@ class StatePersistence:
         """Commit ``event`` to the store now, not at the next save; whether it was committed (a store
         that refuses is logged, and the caller must not promise what was not kept)."""
         try:
-            await self._rt.store.save_event(event_record(event))
+            await self._store.save_event(event_record(event))
         except StoreError as exc:
             log.warning("event_commit_failed", event_id=event.id, kind=event.kind, error=str(exc))
             return False
@@ -233,7 +261,7 @@ class StatePersistence:
 
     @property
     def quiet_path(self) -> Path:
-        return self._rt.data_dir / QUIET_FILE
+        return self._data_dir / QUIET_FILE
 
     def save_quiet(self, quiet: Mapping[str, QuietPeriod]) -> None:
         """Write the quiet periods (chat -> until, None: until lifted, and kind); atomic replace."""
@@ -267,8 +295,8 @@ class StatePersistence:
                 kind = QUIET_IMPOSED
             if until is None or (isinstance(until, int | float) and until > now):
                 period = QuietPeriod(None if until is None else float(until), kind)
-                self._rt.quiet[chat_id] = period
-                self._rt.outbound.gates.quiet(chat_id, period.until, period.kind)
+                self._quiet[chat_id] = period
+                self._gates.quiet(chat_id, period.until, period.kind)
                 restored += 1
         return restored
 

@@ -1,30 +1,24 @@
-"""Drive the Runtime directly: a real Outbound over a fake bot, a clock the test moves, an SQLite store
-in ``tmp_path`` and the scripted OpenAI-compatible server on loopback. No NoneBot."""
+"""Drive the Runtime directly: a fake edge (tests/support/fake_edge.py, the runtime's ports kept in
+lists), a clock the test moves, an SQLite store in ``tmp_path`` and the scripted OpenAI-compatible
+server on loopback. No NoneBot: the runtime imports nothing of the edge."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import anyio
-import nonebot
+import anyio.lowlevel
 import pytest
 
-# The edge's modules live in a NoneBot plugin package, which needs an initialised NoneBot to import.
-if not getattr(nonebot, "_driver", None):
-    nonebot.init(driver="~none")
-    nonebot.load_plugin("plugins.greywind")
-
-import anyio.lowlevel
-
-from plugins.greywind.gateway import EdgeContext
-from plugins.greywind.outbound import Account, ChatGates, Outbound, TokenBucket
 from runtime.app import Runtime
 from runtime.config import GreyWindConfig, parse_config
 from runtime.kernel.message import ChatKind, ChatMessage
+from runtime.ports import EdgeContext
+from tests.support.fake_edge import FakeOutbound
 from tests.support.openai_server import ScriptedOpenAIServer
 
 START = 1_767_000_000.0  # a fixed wall time (2025-12-29), so day boundaries are stable
@@ -41,37 +35,6 @@ class FakeClock:
     def advance(self, seconds: float) -> float:
         self.now += seconds
         return self.now
-
-
-@dataclass
-class FakeBot:
-    """Answers ``send_*_msg`` with increasing message ids and records every call."""
-
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)
-    clock: Callable[[], float] | None = None
-    fail: int = 0
-    next_id: int = 900_000
-    connected: bool = True
-
-    async def call_api(self, api: str, **data: Any) -> Any:
-        if self.fail:
-            self.fail -= 1
-            raise RuntimeError("send failed")
-        self.calls.append((api, data))
-        self.times.append(self.clock() if self.clock is not None else 0.0)
-        self.next_id += 1
-        return {"message_id": self.next_id}
-
-    def texts(self, chat: str | None = None) -> list[str]:
-        out = []
-        for api, data in self.calls:
-            target = f"group:{data['group_id']}" if api == "send_group_msg" else f"private:{data['user_id']}"
-            if chat is None or chat == target:
-                out.append(
-                    "".join(seg["data"].get("text", "") for seg in data["message"] if seg["type"] == "text")
-                )
-        return out
 
 
 def make_config(server: ScriptedOpenAIServer | None, **sections: Any) -> GreyWindConfig:
@@ -105,7 +68,7 @@ def make_config(server: ScriptedOpenAIServer | None, **sections: Any) -> GreyWin
 @dataclass
 class Harness:
     runtime: Runtime
-    bot: FakeBot
+    outbound: FakeOutbound
     clock: FakeClock
     data_dir: Path
     counter: int = 0
@@ -166,30 +129,15 @@ async def running(
     data_dir: Path,
     *,
     clock: FakeClock | None = None,
-    bot: FakeBot | None = None,
+    outbound: FakeOutbound | None = None,
     shadow: bool = False,
     model: bool = True,
+    rename: Callable[[tuple[str, ...]], None] | None = None,
 ) -> AsyncIterator[Harness]:
     clock = clock or FakeClock()
-    bot = bot or FakeBot()
-    bot.clock = clock
-
-    async def no_sleep(_: float) -> None:
-        await anyio.lowlevel.checkpoint()
-
-    outbound = Outbound(
-        bot=lambda _chat: Account("10000", bot) if bot.connected else None,
-        bucket=TokenBucket(
-            config.outbound.max_per_minute, config.outbound.burst, clock=clock, sleep=no_sleep
-        ),
-        gates=ChatGates(),
-        clock=clock,
-        sleep=no_sleep,
-        max_reply_chars=config.bot.max_reply_chars,
-        split_at=config.bot.split_at,
-        retry_delay=0.0,
-        shadow_mode=shadow,
-    )
+    outbound = outbound or FakeOutbound()
+    outbound.clock = clock
+    outbound.shadow_mode = shadow
     edge = EdgeContext(
         config=config,
         config_path=data_dir / "greywind.toml",
@@ -200,11 +148,13 @@ async def running(
         superusers=frozenset({"1"}),
         clock=clock,
     )
+    if rename is not None:
+        edge = replace(edge, rename=rename)
     runtime = Runtime(edge)
     async with anyio.create_task_group() as tg:
         await runtime.start(tg)
         try:
-            yield Harness(runtime, bot, clock, data_dir)
+            yield Harness(runtime, outbound, clock, data_dir)
         finally:
             await runtime.stop()
             tg.cancel_scope.cancel()

@@ -32,7 +32,7 @@ async def test_the_normal_budget_holds_under_a_flood_of_interesting_messages(
             await h.say("有人吃火锅吗？", sender=str(1000 + index % 7))
             await h.advance(20)
         await h.advance(300)
-        times = h.bot.times
+        times = h.outbound.times
     assert times, "interesting messages are answered sometimes"
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps, default=policy.min_interval_ms / 1000) >= policy.min_interval_ms / 1000
@@ -53,11 +53,11 @@ async def test_the_forced_budget_holds_when_everyone_mentions_the_bot_at_once(
         await h.settle()
         for _ in range(700):
             await h.advance(1)
-        times = h.bot.times
-        other = h.bot.texts("group:600")
+        times = h.outbound.times
+        other = h.outbound.texts("group:600")
         await h.say("灰风 别的群也在吗", chat="group:600", addressed=True)
         await h.settle()
-        assert h.bot.texts("group:600") == [*other, "在"]  # one chat's flood does not silence another
+        assert h.outbound.texts("group:600") == [*other, "在"]  # one chat's flood does not silence another
     assert times
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= forced.min_interval_ms / 1000
@@ -83,4 +83,4 @@ async def test_past_the_daily_token_cap_only_mentions_reach_the_model(
         await h.say("灰风 那你呢", addressed=True)
         await h.settle()
         assert len(openai_server.chat_requests) == spent + 1  # an @ is still answered
-        assert h.bot.texts()[-1] == "我也想吃"
+        assert h.outbound.texts()[-1] == "我也想吃"

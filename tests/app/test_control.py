@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,17 +24,17 @@ async def test_a_term_added_by_an_admin_makes_a_question_worth_answering(
         control = h.runtime.control
         await h.say("有推荐的火锅店吗？", sender="1")
         await h.advance(200)
-        assert h.bot.calls == []
+        assert h.outbound.sent == []
         assert "火锅" in await control.lexicon_add("group:500", "火锅", 0.9)
         assert "火锅" in await control.lexicon_list("group:500")
         await h.say("有推荐的火锅店吗？", sender="2")
         await h.advance(200)
-        assert h.bot.texts() == ["我知道一家"]
+        assert h.outbound.texts() == ["我知道一家"]
         assert "已屏蔽" in await control.lexicon_suppress("group:500", "火锅")
         await h.advance(600)
         await h.say("还有别的火锅店吗？", sender="3")
         await h.advance(200)
-        assert h.bot.texts() == ["我知道一家"]
+        assert h.outbound.texts() == ["我知道一家"]
         assert "钉住" in await control.lexicon_pin("group:500", "烤肉")
         assert "📌烤肉" in await control.lexicon_list("group:500")
 
@@ -45,14 +44,13 @@ async def test_persona_reload_takes_the_new_name_and_refuses_bad_values(
 ) -> None:
     openai_server.load({"default": reply("好")})
     config_file = data_dir / "greywind.toml"
-    async with running(make_config(openai_server), data_dir) as h:
+    renamed: list[tuple[str, ...]] = []
+    async with running(make_config(openai_server), data_dir, rename=renamed.append) as h:
         control = h.runtime.control
         config_file.write_text('[persona]\nname = ""\n', encoding="utf-8")
         refused = await control.persona_reload()
         assert "persona.name" in refused
         config_file.write_text('[persona]\nname = "小灰"\nrole = "群里的老朋友"\n', encoding="utf-8")
-        renamed: list[tuple[str, ...]] = []
-        h.runtime.edge = replace(h.runtime.edge, rename=renamed.append)
         assert "小灰" in await control.persona_reload()
         assert [names[0] for names in renamed] == ["小灰"]  # the edge addresses by the new name now
         await h.say("在吗", chat="private:9")

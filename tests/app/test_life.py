@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.greywind.notices import Recalled
 from runtime.extensions import LifeContext, LifeSourceSpec, Proposal
+from runtime.ports import Recalled
 from tests.app.conftest import make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -29,15 +29,15 @@ async def test_a_life_source_speaks_only_in_a_live_chat(
 
     async with running(config, data_dir) as h:
         rt = h.runtime
-        rt.extensions.register_life_source(
-            rt.scope.child("solar-terms"), LifeSourceSpec("solar_terms", poll, 3600)
+        rt.bot.core.extensions.register_life_source(
+            rt.bot.core.scope.child("solar-terms"), LifeSourceSpec("solar_terms", poll, 3600)
         )
         await h.say("下午好", chat="group:500")
         await h.advance(30)
         await rt.maintenance.life()
         await h.advance(30)
-        assert h.bot.texts("group:500") == ["今天冬至，记得吃饺子"]
-        assert h.bot.texts("group:404") == []  # silence is not activity: nobody spoke there
+        assert h.outbound.texts("group:500") == ["今天冬至，记得吃饺子"]
+        assert h.outbound.texts("group:404") == []  # silence is not activity: nobody spoke there
     request = openai_server.chat_requests[0]
     assert "今天是冬至" in request.last_user_text
 
@@ -50,7 +50,7 @@ async def test_a_recalled_message_is_not_answered(
         asked = await h.say("有推荐的火锅店吗？")
         await h.runtime.on_notice(Recalled("group:500", asked.message_id, "42", h.clock()))
         await h.advance(200)
-        assert h.bot.calls == []
+        assert h.outbound.sent == []
     assert openai_server.chat_requests == []
 
 
@@ -64,7 +64,7 @@ async def test_a_mention_recalled_while_its_chat_is_busy_is_not_answered(
         await h.runtime.on_notice(Recalled("group:500", recalled.message_id, "43", h.clock()))
         await h.settle()
         await h.advance(30)
-        assert h.bot.texts() == ["在"]
+        assert h.outbound.texts() == ["在"]
     assert len(openai_server.chat_requests) == 1
 
 
@@ -75,6 +75,6 @@ async def test_shadow_mode_asks_the_model_and_sends_nothing(
     async with running(make_config(openai_server), data_dir, shadow=True) as h:
         await h.say("灰风 在吗", addressed=True)
         await h.settle()
-        assert h.bot.calls == []
-        assert h.runtime.outbound.statistics().shadow_parts == 1
+        assert h.outbound.sent == []
+        assert len(h.outbound.shadow) == 1
     assert len(openai_server.chat_requests) == 1

@@ -36,10 +36,10 @@ async def test_the_loop_wakes_for_a_new_activation_and_otherwise_sleeps(data_dir
         )
         rt.loop.poke()
         with anyio.fail_after(5):
-            while not h.bot.calls:  # noqa: ASYNC110 - the fake bot is a plain list
+            while not h.outbound.sent:  # noqa: ASYNC110 - the fake edge is a plain list
                 await anyio.sleep(0.05)
         assert time.time() - now >= 0.4  # never before its time
-        assert h.bot.texts() == ["提醒：到点了"]
+        assert h.outbound.texts() == ["提醒：到点了"]
         assert rt.loop.statistics().wakeups - idle_wakeups <= 4
 
 
@@ -58,7 +58,7 @@ async def test_activations_held_back_by_a_running_episode_do_not_spin_the_loop(
             await h.say(f"这事灰风怎么看？我是第{n}个问的", sender=str(700 + n))
         before = rt.loop.statistics().wakeups
         with anyio.fail_after(10):
-            while len(h.bot.calls) < 2:  # noqa: ASYNC110 - the fake bot is a plain list
+            while len(h.outbound.sent) < 2:  # noqa: ASYNC110 - the fake edge is a plain list
                 await anyio.sleep(0.05)
         # The others waited for the running episode instead of being re-examined in a tight loop.
         assert rt.loop.statistics().wakeups - before < 60

@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
+from runtime.app.alarm import Alarm
 from runtime.app.loop import ActivationLoop
+from runtime.app.slots import EpisodeSlots
 from runtime.urgency import AddressedWork
 
 pytestmark = pytest.mark.anyio
@@ -36,11 +38,20 @@ class Driver:
 def runtime(shared: int, reserved: int) -> SimpleNamespace:
     scheduler = SimpleNamespace(next_at=lambda: None)
     return SimpleNamespace(
-        app=SimpleNamespace(max_concurrent_episodes=shared, forced_episode_reserve=reserved),
+        slots=EpisodeSlots(shared, reserved),
         driver=Driver(),
-        edge=SimpleNamespace(addressed=AddressedWork()),
         kernel=SimpleNamespace(scheduler=scheduler, due=lambda now: []),
+    )
+
+
+def loop_of(rt: SimpleNamespace) -> ActivationLoop:
+    return ActivationLoop(
+        rt.kernel,
+        Alarm(rt.kernel.scheduler, time.time),
+        rt.driver,
+        rt.slots,
         clock=time.time,
+        addressed_work=AddressedWork(),
     )
 
 
@@ -57,7 +68,7 @@ async def until(condition, within: float = 2.0) -> None:  # type: ignore[no-unty
 
 async def test_at_spam_in_one_chat_holds_one_slot_and_a_quiet_chat_gets_the_next() -> None:
     rt = runtime(shared=2, reserved=0)
-    loop = ActivationLoop(rt)  # type: ignore[arg-type]
+    loop = loop_of(rt)
     async with anyio.create_task_group() as tg:
         loop.start(tg)
         for n in range(20):
@@ -79,7 +90,7 @@ async def test_at_spam_in_one_chat_holds_one_slot_and_a_quiet_chat_gets_the_next
 
 async def test_an_at_goes_before_its_chats_unprompted_episode_waiting_for_a_slot() -> None:
     rt = runtime(shared=1, reserved=1)
-    loop = ActivationLoop(rt)  # type: ignore[arg-type]
+    loop = loop_of(rt)
     async with anyio.create_task_group() as tg:
         loop.start(tg)
         loop.start_episode(activation("hung", "group:9", forced=False))  # type: ignore[arg-type]

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from runtime.store.errors import StoreWriteError
-from tests.app.conftest import FakeBot, FakeClock, make_config, running
+from tests.app.conftest import FakeClock, make_config, running
+from tests.support.fake_edge import FakeOutbound
 from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.asyncio
@@ -26,7 +27,7 @@ async def test_wait_brings_the_bot_back_later_without_new_input(
     async with running(make_config(openai_server), data_dir) as h:
         await h.say("灰风 我跟你说个事", addressed=True)
         await h.settle()
-        assert h.bot.calls == []
+        assert h.outbound.sent == []
         assert len(openai_server.chat_requests) == 1
         await h.advance(30)
         assert len(openai_server.chat_requests) == 1  # nothing runs while it waits
@@ -34,7 +35,7 @@ async def test_wait_brings_the_bot_back_later_without_new_input(
         assert stats.waiting.waiting == 1
         assert stats.loop.running == 0  # parked in the scheduler, not in a sleeping task
         await h.advance(31)
-        assert h.bot.texts() == ["说完了吗？我在听"]
+        assert h.outbound.texts() == ["说完了吗？我在听"]
     resumed = openai_server.chat_requests[1].messages
     tool_results = [m["content"] for m in resumed if m.get("role") == "tool"]
     assert any("resumed after waiting" in text for text in tool_results)
@@ -52,15 +53,15 @@ async def test_a_reminder_fires_after_a_restart_without_asking_the_model_again(
     async with running(config, data_dir, clock=clock) as h:
         await h.say("灰风 十分钟后提醒我喝水", addressed=True)
         await h.settle()
-        assert h.bot.texts() == ["好，十分钟后提醒你"]
+        assert h.outbound.texts() == ["好，十分钟后提醒你"]
         await h.advance(60)
     requests = len(openai_server.chat_requests)
     clock.advance(11 * 60)
     async with running(config, data_dir, clock=clock) as h:
         await h.settle()
-        assert h.bot.texts("group:500") == ["提醒：该喝水了"]
+        assert h.outbound.texts("group:500") == ["提醒：该喝水了"]
         await h.advance(3600)
-        assert h.bot.texts("group:500") == ["提醒：该喝水了"]  # once
+        assert h.outbound.texts("group:500") == ["提醒：该喝水了"]  # once
     assert len(openai_server.chat_requests) == requests
 
 
@@ -73,8 +74,8 @@ async def test_a_reminder_is_only_for_the_chat_that_asked(
         await h.settle()
         await h.say("闲聊", chat="group:500")
         await h.advance(61)
-        assert h.bot.texts("group:777") == ["好", "提醒：开会"]
-        assert h.bot.texts("group:500") == []
+        assert h.outbound.texts("group:777") == ["好", "提醒：开会"]
+        assert h.outbound.texts("group:500") == []
 
 
 async def test_a_reminder_due_before_the_account_reconnects_waits_for_the_connection(
@@ -87,13 +88,13 @@ async def test_a_reminder_due_before_the_account_reconnects_waits_for_the_connec
         await h.say("灰风 一分钟后提醒我出门", chat="private:42")
         await h.settle()
     clock.advance(120)
-    bot = FakeBot(connected=False)
-    async with running(config, data_dir, clock=clock, bot=bot) as h:
+    outbound = FakeOutbound(connected=False)
+    async with running(config, data_dir, clock=clock, outbound=outbound) as h:
         await h.advance(20)
-        assert bot.calls == []
-        bot.connected = True
+        assert outbound.sent == []
+        outbound.connected = True
         await h.advance(10)
-        assert bot.texts("private:42") == ["提醒：该出门了"]
+        assert outbound.texts("private:42") == ["提醒：该出门了"]
 
 
 async def test_a_reminder_is_on_disk_after_the_periodic_save_before_any_stop(
@@ -129,4 +130,4 @@ async def test_a_reminder_the_store_cannot_keep_is_not_promised(
         assert any("没能保存" in text for text in tool_results), tool_results
         del h.runtime.store.save_event
         await h.advance(120)
-        assert "提醒：交周报" not in h.bot.texts()  # withdrawn, as the model was told
+        assert "提醒：交周报" not in h.outbound.texts()  # withdrawn, as the model was told

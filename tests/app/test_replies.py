@@ -23,10 +23,8 @@ async def test_an_at_mention_is_answered_in_the_group_quoting_the_message(
     async with running(make_config(openai_server), data_dir) as h:
         asked = await h.say("灰风 在吗", addressed=True)
         await h.settle()
-        assert h.bot.texts("group:500") == ["在的，怎么了？"]
-        api, data = h.bot.calls[0]
-        assert api == "send_group_msg"
-        assert data["message"][0] == {"type": "reply", "data": {"id": asked.message_id}}
+        assert h.outbound.texts("group:500") == ["在的，怎么了？"]
+        assert h.outbound.sent[0].reply_to == asked.message_id
     request = openai_server.chat_requests[0]
     assert request.last_user_text.endswith("灰风 在吗")
     offered = {tool["function"]["name"] for tool in request.tools or []}
@@ -40,8 +38,7 @@ async def test_a_private_message_is_answered_and_plain_text_counts_as_a_reply(
     async with running(make_config(openai_server), data_dir) as h:
         await h.say("你好", chat="private:42")
         await h.settle()
-        assert h.bot.texts("private:42") == ["你好，我在。"]  # the name prefix is cleaned off
-        assert h.bot.calls[0][0] == "send_private_msg"
+        assert h.outbound.texts("private:42") == ["你好，我在。"]  # the name prefix is cleaned off
 
 
 async def test_chatter_nobody_addresses_costs_no_model_call(
@@ -54,7 +51,7 @@ async def test_chatter_nobody_addresses_costs_no_model_call(
             await h.say(text, sender=str(100 + index % 3))
             await h.advance(7)
         await h.advance(600)
-        assert h.bot.calls == []
+        assert h.outbound.sent == []
     assert openai_server.chat_requests == []
 
 
@@ -71,7 +68,7 @@ async def test_a_reply_chain_keeps_the_other_conversation_out_of_the_packet(
         b3 = await h.say("香山吧，人少一点", sender="3", name="小丙", reply_to=b2.message_id)
         await h.say("灰风 你觉得几点出发好", sender="4", name="小丁", reply_to=b3.message_id, addressed=True)
         await h.settle()
-        assert h.bot.texts() == ["周六早上出发正好"]
+        assert h.outbound.texts() == ["周六早上出发正好"]
     sent = openai_server.chat_requests[0].all_text
     assert "香山吧，人少一点" in sent
     assert "周末去爬山吗" in sent
@@ -92,12 +89,12 @@ async def test_a_failing_model_gets_one_graceful_message_and_the_bot_keeps_runni
         await h.say("灰风 还在吗", addressed=True)
         await h.settle()
         # Once per chat per cooldown: the second failure stays silent instead of repeating it.
-        assert h.bot.texts() == [config.runtime.graceful_message]
+        assert h.outbound.texts() == [config.runtime.graceful_message]
         openai_server.load({"default": reply("好了，我回来了")})
         await h.advance(config.runtime.graceful_cooldown_ms / 1000 + 1)
         await h.say("灰风 现在呢", addressed=True)
         await h.settle()
-        assert h.bot.texts()[-1] == "好了，我回来了"
+        assert h.outbound.texts()[-1] == "好了，我回来了"
         assert h.runtime.driver.statistics().model_failures == 2
 
 
@@ -111,7 +108,7 @@ async def test_a_forced_reply_that_runs_out_of_time_gets_the_graceful_message(
     async with running(config, data_dir) as h:
         await h.say("灰风 这题怎么做", addressed=True)
         await h.settle()
-        assert h.bot.texts() == [config.runtime.graceful_message]
+        assert h.outbound.texts() == [config.runtime.graceful_message]
 
 
 async def test_without_a_model_the_runtime_decides_and_sends_nothing(data_dir: Path) -> None:
@@ -119,7 +116,7 @@ async def test_without_a_model_the_runtime_decides_and_sends_nothing(data_dir: P
         await h.say("灰风 在吗", addressed=True)
         await h.say("你好", chat="private:7")
         await h.settle()
-        assert h.bot.calls == []
+        assert h.outbound.sent == []
         assert h.runtime.driver.statistics().no_model == 2
         assert "未配置模型" in await h.runtime.control.status(None)
 
@@ -142,4 +139,4 @@ async def test_a_long_conversation_still_fits_a_small_model_window(
             previous = said.message_id
         await h.say("灰风 帮我总结一下上面说的", addressed=True, reply_to=previous)
         await h.settle()
-        assert h.bot.texts() == ["看完了"]  # not the graceful message: the request fit the window
+        assert h.outbound.texts() == ["看完了"]  # not the graceful message: the request fit the window

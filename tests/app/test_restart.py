@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import anyio
@@ -26,13 +27,13 @@ async def test_a_restart_resumes_the_conversation(
     async with running(config, data_dir, clock=clock) as h:
         await h.say("灰风 我们来设计记忆层的压缩触发条件", addressed=True)
         await h.settle()
-        assert h.bot.texts() == ["先定压缩触发条件：每十轮一次"]
-        said = str(h.bot.next_id)  # the platform id of the bot's reply
+        assert h.outbound.texts() == ["先定压缩触发条件：每十轮一次"]
+        said = h.outbound.sent[-1].message_id  # the platform id of the bot's reply
     clock.advance(120)
     async with running(config, data_dir, clock=clock) as h:
         await h.say("灰风 继续刚才的", addressed=True, reply_to=said)
         await h.settle()
-        assert h.bot.texts() == ["接着说触发条件"]
+        assert h.outbound.texts() == ["接着说触发条件"]
     after = openai_server.chat_requests[1].messages
     # The conversation thread came back: the bot's earlier turn is in the dialogue, as its own turn...
     assert {"role": "assistant", "content": "先定压缩触发条件：每十轮一次"} in after
@@ -52,11 +53,11 @@ async def test_a_quiet_period_survives_a_restart(openai_server: ScriptedOpenAISe
     async with running(config, data_dir, clock=clock) as h:
         await h.say("灰风 在吗", addressed=True)
         await h.settle()
-        assert h.bot.calls == []
+        assert h.outbound.sent == []
         await h.advance(1800)
         await h.say("灰风 现在呢", addressed=True)
         await h.settle()
-        assert h.bot.texts() == ["我在"]
+        assert h.outbound.texts() == ["我在"]
 
 
 async def test_a_superusers_mute_stays_imposed_across_a_restart_and_a_legacy_entry_counts_as_one(
@@ -162,3 +163,25 @@ async def test_a_new_session_folds_the_last_ones_uncompressed_rounds_into_the_su
             while compressions() == 0:  # noqa: ASYNC110 - the server records on its own thread
                 await anyio.sleep(0.05)
     assert compressions() == 1
+
+
+async def test_after_stop_nothing_the_runtime_started_is_left_running(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    """Stop ends every task the runtime started — the periodic jobs and the memory injector too — so
+    none of them can touch the store after it is closed; the edge's task group only has its own."""
+    openai_server.load({"default": reply("在")})
+    config = make_config(openai_server, runtime={"save_interval_ms": 100})
+    before = set(asyncio.all_tasks())
+    async with running(config, data_dir) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        assert h.runtime.memory is not None  # the injector is one of the services started
+        started = set(asyncio.all_tasks()) - before
+        await h.runtime.stop()
+        await asyncio.sleep(0.3)  # three save intervals
+        left = {task for task in started if not task.done()} - {asyncio.current_task()}
+        assert sorted(task.get_name() for task in left) == []
+        saves = h.runtime.maintenance.statistics()
+        await asyncio.sleep(0.3)
+        assert h.runtime.maintenance.statistics() == saves

@@ -27,7 +27,7 @@ async def test_the_memory_backend_serves_the_bot_and_writes_no_database(
     async with running(config, data_dir) as h:
         asked = await h.say("灰风 在吗", addressed=True)
         await h.settle()
-        assert h.bot.texts() == ["在的"]
+        assert h.outbound.texts() == ["在的"]
         assert h.runtime.store.statistics().backend == "memory"
         stored = await h.runtime.store.get_message("group:500", asked.message_id)
         assert stored is not None

@@ -27,7 +27,7 @@ async def test_current_time_answers_in_the_configured_zone(
     async with running(make_config(openai_server), data_dir) as h:
         await h.say("现在几点", chat="private:42")
         await h.settle()
-        assert h.bot.texts() == ["下午五点二十"]
+        assert h.outbound.texts() == ["下午五点二十"]
     assert tool_results(openai_server, 1) == ["2025-12-29 17:20（星期一，Asia/Shanghai）"]
 
 
@@ -50,7 +50,7 @@ async def test_what_is_remembered_in_one_chat_is_not_found_from_another(
         await h.advance(5)  # the forced budget's minimum interval in group:500
         await h.say("灰风 我的猫叫什么", addressed=True)
         await h.settle()
-        assert h.bot.texts("group:500") == ["记住了", "团子"]
+        assert h.outbound.texts("group:500") == ["记住了", "团子"]
     elsewhere = tool_results(openai_server, 3)
     assert len(elsewhere) == 1
     assert "团子" not in elsewhere[0]

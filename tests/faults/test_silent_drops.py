@@ -93,11 +93,11 @@ async def test_a_forced_message_past_the_forced_budget_is_logged_with_its_reason
     async with running(config, data_dir) as h:
         await h.say("灰风 第一个问题", addressed=True, sender="7")
         await h.settle()
-        assert h.bot.texts() == ["在"]
+        assert h.outbound.texts() == ["在"]
         with capture_logs() as logs:
             dropped = await h.say("灰风 第二个问题", addressed=True, sender="8")
             await h.settle()
-    assert h.bot.texts() == ["在"], "the budget held"
+    assert h.outbound.texts() == ["在"], "the budget held"
     lines = [line for line in logs if line.get("event") == "activation_dropped"]
     assert len(lines) == 1, logs
     (line,) = lines

@@ -1,7 +1,9 @@
-"""The Runtime behind the real Edge: OneBot events in, commands and mute words through the edge."""
+"""The Runtime behind the real Edge: OneBot events in, commands and mute words through the edge, and
+the inbound journal kept by what the runtime has committed."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -9,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.app.conftest import FakeBot, FakeClock, make_config
+from plugins.greywind.journal import InboundJournal, frame_key
+from tests.app.conftest import FakeClock, make_config, running
+from tests.edge.helpers import FakeBot
 from tests.support import onebot_events as ob
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -21,6 +25,13 @@ ADMIN = 1
 MEMBER = 42
 
 
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
+
+
 def reply(text: str) -> dict[str, object]:
     return {"tool_calls": [{"name": "reply", "arguments": {"text": text}}]}
 
@@ -30,7 +41,7 @@ async def edge_running(config: Any, data_dir: Path, clock: FakeClock) -> AsyncIt
     from plugins.greywind.edge import Edge
     from runtime.app import build_runtime
 
-    bot = FakeBot(clock=clock)
+    bot = FakeBot(clock)
     edge = Edge(
         config,
         config_path=data_dir / "greywind.toml",
@@ -100,3 +111,31 @@ async def test_why_and_status_answer_superusers(openai_server: ScriptedOpenAISer
         status = bot.texts()[-1]
         assert f"group:{GROUP}" in status
         assert "今日 token" in status
+
+
+async def test_messages_the_writer_dropped_stay_in_the_inbound_journal_for_the_next_start(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    """The journal retires a segment only once what its frames became is committed; a write dropped on
+    a full queue never will be, so the journal keeps it (and everything after it) for the replay."""
+    config = make_config(openai_server, store={"queue_max": 5, "retry_backoff_ms": 50})
+    async with running(config, data_dir) as h:
+        journal = InboundJournal(data_dir / "journal", progress=h.runtime.store_progress)
+        list(journal.open())
+        store = h.runtime.store
+        pages = (await store._one("PRAGMA page_count"))[0]
+        await store._db.execute(f"PRAGMA max_page_count = {pages}")
+        for n in range(20):  # four times what the writer's queue holds, each journaled, then handled
+            frame = ob.group_message(
+                self_id=1, group_id=600, user_id=7, message_id=n, message=[ob.text("填满" * 300)]
+            )
+            journal.append(frame, json.dumps(frame, ensure_ascii=False))
+            await h.say("填满" * 300, chat="group:600", sender="7", message_id=str(n))
+            journal.settle(frame_key(frame))
+        assert h.runtime.writer.statistics().dropped > 0
+        await store._db.execute("PRAGMA max_page_count = 1073741823")
+        await h.runtime.writer.flush()  # storage is back: what was queued commits
+        journal.retire()
+        kept = [entry.frame["message_id"] for entry in InboundJournal(data_dir / "journal").open()]
+        journal.close()
+    assert kept == list(range(20))

@@ -1,0 +1,37 @@
+"""What an edge and the runtime promise each other: protocols and the values that cross between them.
+
+The runtime is written against these and nothing else of an edge; an edge (``plugins/greywind``, the
+QQ side over NoneBot; a test's fake edge; later a web console) implements them and imports them from
+here, never the reverse.
+
+    gateway.py   RuntimeGateway (what the runtime offers the edge), EdgeContext (what the edge gives the
+                 runtime when it is built), StoresInbound (the optional capability an inbound journal
+                 asks of a gateway that stores), RuntimeFactory
+    outbound.py  Outbound (how the runtime speaks), QuietGates, and the values GateVerdict,
+                 SentRecord, SendResult
+    notices.py   the notices an edge reports: Recalled, BotMuted, BotUnmuted, BotRemoved (Notice)
+    control.py   RuntimeControl: what admin commands and mute words reach
+"""
+
+from runtime.ports.control import RuntimeControl
+from runtime.ports.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, StoresInbound
+from runtime.ports.notices import BotMuted, BotRemoved, BotUnmuted, Notice, Recalled
+from runtime.ports.outbound import GateVerdict, Outbound, QuietGates, SendResult, SentRecord
+
+__all__ = [
+    "BotMuted",
+    "BotRemoved",
+    "BotUnmuted",
+    "EdgeContext",
+    "GateVerdict",
+    "Notice",
+    "Outbound",
+    "QuietGates",
+    "Recalled",
+    "RuntimeControl",
+    "RuntimeFactory",
+    "RuntimeGateway",
+    "SendResult",
+    "SentRecord",
+    "StoresInbound",
+]

@@ -1,0 +1,76 @@
+"""Where an edge meets the runtime: what the edge gives (:class:`EdgeContext`), what the runtime offers
+(:class:`RuntimeGateway`).
+
+An edge builds the gateway with a :data:`RuntimeFactory` and drives its lifecycle:
+``factory(edge)`` -> ``await gateway.start(task_group)`` (background work goes into that task group,
+never a bare ``create_task``) -> ``on_message`` / ``on_notice`` calls (one chat's messages in arrival
+order; ``on_message`` returns once the message is ingested and lets long work run in the task group)
+-> ``await gateway.stop()`` (flush, mark open sessions interrupted, close the store) -> the task group
+is cancelled.
+
+A gateway that stores messages also serves an edge's inbound journal: :class:`StoresInbound`
+(``store_progress() -> (handed, committed)``, writes handed to its store writer and how many of them
+are committed, in order; ``async stored_already(messages) -> list[bool]``, whether the store holds
+exactly each one). An edge checks for it with ``isinstance``; without it the journal takes what was
+handed over as committed, and a replay skips nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from anyio.abc import TaskGroup
+
+from runtime.config import GreyWindConfig
+from runtime.kernel.message import ChatMessage
+from runtime.ports.control import RuntimeControl
+from runtime.ports.notices import Notice
+from runtime.ports.outbound import Outbound
+from runtime.urgency import AddressedWork
+
+__all__ = ["EdgeContext", "RuntimeFactory", "RuntimeGateway", "StoresInbound"]
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeContext:
+    """What the edge gives the runtime when it is built."""
+
+    config: GreyWindConfig
+    config_path: Path
+    data_dir: Path
+    outbound: Outbound
+    shadow_mode: bool  # bot.shadow_mode, or forced on because no model is configured
+    model_configured: bool
+    superusers: frozenset[str]
+    clock: Callable[[], float] = time.time
+    # The edge's own statistics (dispatcher, outbound, gates) for the admin ``status``.
+    edge_status: Callable[[], str] = field(default=lambda: "")
+    # Tells the edge the persona's names changed (``persona reload``): name-addressing follows at once.
+    rename: Callable[[tuple[str, ...]], None] = field(default=lambda names: None)
+    # Forced episodes mark themselves here until they reach the model; chatter yields meanwhile.
+    addressed: AddressedWork = field(default_factory=AddressedWork)
+
+
+class RuntimeGateway(Protocol):
+    @property
+    def control(self) -> RuntimeControl: ...
+
+    async def start(self, task_group: TaskGroup) -> None: ...
+    async def stop(self) -> None: ...
+    async def on_message(self, message: ChatMessage) -> None: ...
+    async def on_notice(self, notice: Notice) -> None: ...
+
+
+@runtime_checkable
+class StoresInbound(Protocol):
+    """A gateway that stores what it is handed, as an inbound journal needs to know."""
+
+    def store_progress(self) -> tuple[int, int]: ...
+    async def stored_already(self, messages: Sequence[ChatMessage]) -> list[bool]: ...
+
+
+RuntimeFactory = Callable[[EdgeContext], RuntimeGateway]
