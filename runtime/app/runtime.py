@@ -44,9 +44,11 @@ from runtime.app.ids import RestoringIds
 from runtime.app.loop import ActivationLoop, LoopStatistics
 from runtime.app.maintenance import Maintenance, MaintenanceStatistics
 from runtime.app.persistence import PersistenceStatistics, StatePersistence
+from runtime.commands import admin_registry
 from runtime.context.builder import RecentBuffer
 from runtime.episodes import EpisodeSettings, WaitingRoom, WaitingStatistics, tool_registry_from_config
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
+from runtime.extensions.listeners import MessageListeners
 from runtime.kernel.kernel import Kernel, KernelStatistics
 from runtime.kernel.message import ChatMessage
 from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
@@ -165,6 +167,9 @@ class Runtime:
         self.tools = tool_registry_from_config(self.config.episodes)
         self.scope = Scope("runtime")
         self.extensions = ExtensionRegistry(self.tools, clock=self.clock_obj, lexicon=self.kernel.lexicon)
+        # Extensions hear messages and declare commands here; they are loaded in start().
+        self.listeners = MessageListeners(timeout=self.config.extensions.listener_timeout_ms / 1000)
+        self.commands = admin_registry()
         self.activity = ChatActivityLog()
         self.life_settings = LifeSettings.from_config(self.config.life)
         self.director = LifeDirector(
@@ -209,7 +214,7 @@ class Runtime:
         return self.control_impl
 
     async def start(self, task_group: TaskGroup) -> None:
-        from runtime.app.builtin_tools import register_builtin_tools
+        from runtime.app.extensions import load_extensions
         from runtime.app.parts import open_store_parts
 
         if not self.model_ready:
@@ -217,7 +222,7 @@ class Runtime:
         await open_store_parts(self)
         self._disposers.append(self.outbound.on_sent(self._on_sent))
         try:
-            register_builtin_tools(self)
+            self.extension_loader, _ = await load_extensions(self, task_group)
             report = await self.persistence.restore(self.clock())
         except BaseException:
             # A start that fails must not leave the store's thread keeping the process alive.
@@ -307,6 +312,7 @@ class Runtime:
         self.writer.offer(stored)
         if message.from_self:
             return
+        self.listeners.notify(message)
         self.why.note(result)
         self.driver.note_arrival(result)
         self.activity.note(message)
