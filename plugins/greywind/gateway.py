@@ -24,6 +24,10 @@ A gateway that stores messages also serves the edge's inbound journal with two o
 are committed, in order) and ``async stored_already(messages) -> list[bool]`` (whether the store holds
 exactly each one). Without them the journal takes what was handed over as committed, and a replay
 skips nothing.
+
+A gateway may also declare the commands the edge answers: ``commands``, a
+:class:`~runtime.commands.CommandRegistry` (the runtime's holds the built-in admin commands and the
+extensions'). Without it the edge answers the built-in admin commands (:func:`commands_of`).
 """
 
 from __future__ import annotations
@@ -38,9 +42,10 @@ from typing import Protocol
 import structlog
 from anyio.abc import TaskGroup
 
-from plugins.greywind.commands import RuntimeControl
+from plugins.greywind.commands import ADMIN, RuntimeControl
 from plugins.greywind.notices import Notice
 from plugins.greywind.outbound import Outbound
+from runtime.commands import CommandRegistry
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.urgency import AddressedWork
@@ -52,6 +57,7 @@ __all__ = [
     "LoggingGatewayStatistics",
     "RuntimeFactory",
     "RuntimeGateway",
+    "commands_of",
     "current_factory",
     "use_runtime",
 ]
@@ -90,6 +96,14 @@ class RuntimeGateway(Protocol):
 
 
 RuntimeFactory = Callable[[EdgeContext], RuntimeGateway]
+
+
+def commands_of(gateway: RuntimeGateway) -> CommandRegistry:
+    """The commands ``gateway`` declares, else the built-in admin commands."""
+    declared = getattr(gateway, "commands", None)
+    return declared if isinstance(declared, CommandRegistry) else ADMIN
+
+
 _factory: RuntimeFactory | None = None
 
 

@@ -44,7 +44,7 @@ from runtime.app.ids import RestoringIds
 from runtime.app.loop import ActivationLoop, LoopStatistics
 from runtime.app.maintenance import Maintenance, MaintenanceStatistics
 from runtime.app.persistence import PersistenceStatistics, StatePersistence
-from runtime.commands import admin_registry
+from runtime.commands import RuntimeControl, admin_registry
 from runtime.context.builder import RecentBuffer
 from runtime.episodes import EpisodeSettings, WaitingRoom, WaitingStatistics, tool_registry_from_config
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
@@ -58,7 +58,6 @@ from runtime.quiet import QuietPeriod
 from runtime.store.records import MessageRecalled, StoredMessage
 
 if TYPE_CHECKING:
-    from plugins.greywind.commands import RuntimeControl
     from plugins.greywind.gateway import EdgeContext
     from plugins.greywind.notices import Notice
     from plugins.greywind.outbound import Outbound, SentRecord
