@@ -40,7 +40,8 @@ async def test_the_builtins_are_offered_to_the_model_in_their_order(
 ) -> None:
     openai_server.push({"tool_calls": [{"name": "reply", "arguments": {"text": "在"}}]})
     async with running(make_config(openai_server), data_dir) as h:
-        assert h.runtime.extension_loader.loaded() == [
+        # The built-ins first; installed distributions (the example dice extension) after them.
+        assert h.runtime.extension_loader.loaded()[:6] == [
             "memory_search",
             "remember",
             "schedule_message",
@@ -105,7 +106,7 @@ async def test_bad_extensions_cost_only_themselves(
                 await anyio.sleep(0.01)
             assert Seen.messages == ["灰风 在吗"]
             loaded = h.runtime.extension_loader.loaded()
-            assert loaded[-3:] == ["raising_listener", "hanging_listener", "everything"]
+            assert loaded[6:9] == ["raising_listener", "hanging_listener", "everything"]
             tools = [spec.name for spec in h.runtime.tools.list()]
             assert "half_done" not in tools
             assert "everything_hello" in tools
@@ -116,3 +117,22 @@ async def test_bad_extensions_cost_only_themselves(
     refused = {e["extension"]: e["stage"] for e in logs if e["event"] == "extension_refused"}
     assert refused == {"tests.extensions.samples.broken_import": "import", "raising_setup": "setup"}
     assert any(e["event"] == "listener_failed" and e["extension"] == "raising_listener" for e in logs)
+
+
+async def test_an_installed_distribution_is_loaded_through_its_entry_point(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push({"tool_calls": [{"name": "reply", "arguments": {"text": "在"}}]})
+    async with running(make_config(openai_server), data_dir) as h:
+        assert h.runtime.extension_loader.loaded()[6:] == ["dice"]
+        assert "roll" in h.runtime.commands
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+    assert {"dice_roll", "dice_duel_challenge", "dice_duel_roll"} <= set(offered(openai_server))
+
+
+async def test_entry_points_can_be_switched_off(openai_server: ScriptedOpenAIServer, data_dir: Path) -> None:
+    config = make_config(openai_server, extensions={"entry_points": False})
+    async with running(config, data_dir) as h:
+        assert "dice" not in h.runtime.extension_loader.loaded()
+        assert "dice_roll" not in h.runtime.tools
