@@ -2,10 +2,11 @@
 
 ``notify`` only puts the message into each listener's bounded inbox and returns; every listener is
 served by its own task, so a listener that raises, hangs or blocks never holds a chat. An ``async``
-listener is cancelled after ``timeout`` seconds; a plain function runs in a worker thread (one at a
-time per listener) and is abandoned after the same bound. Each failure is one log line naming the
-extension; a listener that falls behind loses the oldest messages it has not read, counted and logged
-at the first loss and every hundredth after.
+listener is cancelled after ``timeout`` seconds; a plain function runs in a worker thread and is
+abandoned after the same bound (while that thread is still blocked, the listener's next messages are
+skipped as slow: a stuck listener holds one thread, not one per message). Each failure is one log
+line naming the extension; a listener that falls behind loses the oldest messages it has not read,
+counted and logged at the first loss and every hundredth after.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class ListenerStatistics:
 class _Served:
     """One listener: its inbox, its wake-up event and its task's cancel scope."""
 
-    __slots__ = ("cancel", "extension", "function", "inbox", "limiter", "wake")
+    __slots__ = ("busy", "cancel", "extension", "function", "inbox", "limiter", "wake")
 
     def __init__(self, extension: str, function: Listener, size: int) -> None:
         self.extension = extension
@@ -52,6 +53,14 @@ class _Served:
         self.wake = anyio.Event()
         self.cancel = anyio.CancelScope()
         self.limiter = anyio.CapacityLimiter(1)
+        # A plain function's thread still running (abandoned after the timeout): no second one starts.
+        self.busy = False
+
+    def call(self, message: ChatMessage) -> object:
+        try:
+            return self.function(message)
+        finally:
+            self.busy = False
 
 
 class MessageListeners:
@@ -112,16 +121,19 @@ class MessageListeners:
 
     async def _deliver(self, served: _Served, message: ChatMessage) -> None:
         function = served.function
+        if served.busy:
+            # Its thread is still blocked on an earlier message: this one is skipped.
+            self._slow(served, message)
+            return
         try:
             with anyio.move_on_after(self._timeout) as bound:
                 if inspect.iscoroutinefunction(function):
                     await function(message)
                 else:
-                    result = await anyio.to_thread.run_sync(
-                        function, message, abandon_on_cancel=True, limiter=served.limiter
+                    served.busy = True
+                    await anyio.to_thread.run_sync(
+                        served.call, message, abandon_on_cancel=True, limiter=served.limiter
                     )
-                    if inspect.isawaitable(result):
-                        await result
         except Exception as exc:
             self._failed += 1
             log.warning(
@@ -129,15 +141,15 @@ class MessageListeners:
             )
             return
         if bound.cancelled_caught:
-            self._timed_out += 1
-            log.warning(
-                "listener_slow",
-                extension=served.extension,
-                chat_id=message.chat_id,
-                seconds=self._timeout,
-            )
+            self._slow(served, message)
             return
         self._delivered += 1
+
+    def _slow(self, served: _Served, message: ChatMessage) -> None:
+        self._timed_out += 1
+        log.warning(
+            "listener_slow", extension=served.extension, chat_id=message.chat_id, seconds=self._timeout
+        )
 
     def statistics(self) -> ListenerStatistics:
         return ListenerStatistics(

@@ -295,17 +295,23 @@ async def test_a_bad_listener_is_logged_and_the_others_still_hear_every_message(
 async def test_a_blocking_listener_does_not_hold_the_event_loop(
     tmp_path: Path, clock: ManualClock, lexicon: DynamicLexicon
 ) -> None:
+    from tests.extensions.samples import bad
+
+    bad.blocking_calls.clear()
     async with hosting(
         tmp_path, clock, lexicon, modules=[f"{SAMPLES}.bad:blocking_listener"], listener_timeout=0.05
     ) as host:
         await host.loader.load_all()
         started = time.perf_counter()
-        host.listeners.notify(said(clock))
-        # The loop keeps turning while the listener sleeps in its thread.
+        for text in ("一", "二", "三"):
+            host.listeners.notify(said(clock, text=text))
+        # The loop keeps turning while the listener sleeps in its thread ...
         for _ in range(20):
             await anyio.sleep(0.01)
         assert time.perf_counter() - started < 0.4
-        await wait_for(lambda: host.listeners.statistics().timed_out == 1)
+        await wait_for(lambda: host.listeners.statistics().timed_out == 3)
+        # ... and a stuck listener holds one thread: the messages behind it are skipped, not piled up.
+        assert bad.blocking_calls == ["一"]
 
 
 async def test_a_raising_task_is_logged_and_ends_alone(

@@ -50,8 +50,12 @@ def _hanging_listener(ctx: ExtensionContext) -> None:
 hanging_listener = Extension("hanging_listener", _hanging_listener)
 
 
+blocking_calls: list[str] = []
+
+
 def _blocking_listener(ctx: ExtensionContext) -> None:
     def listener(message: ChatMessage) -> None:
+        blocking_calls.append(message.text)
         time.sleep(0.5)  # a plain function that blocks: it must not block the event loop
 
     ctx.listen(listener)
