@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from plugins.greywind.notices import Notice
     from plugins.greywind.outbound import Outbound, SentRecord
     from runtime.context.setup import ContextRuntime
+    from runtime.extensions.loader import ExtensionLoader
     from runtime.memory.layers import MemoryLayer
     from runtime.store.sqlite.store import SqliteStore
     from runtime.store.writer import StoreWriter
@@ -193,6 +194,7 @@ class Runtime:
         self.writer: StoreWriter
         self.context: ContextRuntime
         self.memory: MemoryLayer | None = None
+        self.extension_loader: ExtensionLoader
         self._task_group: TaskGroup | None = None
         self._started = False
         self._messages = 0
