@@ -7,18 +7,19 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml examples/greywind-dice/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,plot]'
+	$(BIN)/python -m pip install --quiet -e examples/greywind-dice
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/python bot.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check runtime plugins bench tests bot.py
-	$(BIN)/ruff format --check runtime plugins bench tests bot.py
+	$(BIN)/ruff check runtime plugins bench tests examples bot.py
+	$(BIN)/ruff format --check runtime plugins bench tests examples bot.py
 	$(BIN)/mypy -p runtime -p plugins.greywind
 
 test: lint

@@ -4,12 +4,13 @@
 plugin's matchers (``handle_message``, ``handle_notice``) and lifespan hooks (``start``, ``stop``). It
 imports no NoneBot machinery beyond the OneBot event models, so tests build it directly.
 
-A message's path: convert (never raises; a failure is logged and counted) -> a superuser command is
-answered and goes no further -> the unmute phrase lifts a quiet period -> a mute word addressed to the
-bot opens one (and the message reaches the runtime as not addressed, so it costs no model call) -> the
-message is queued for the gateway on its chat's turn (addressed messages, pokes and commands in the
-dispatcher's priority line, served first). The phrase lifts only a quiet period a member asked for; a
-superuser's ``/mute`` is lifted by ``/unmute`` alone.
+A message's path: convert (never raises; a failure is logged and counted) -> a declared command (any
+from a superuser, one declared for members from anyone) is answered and goes no further -> the unmute
+phrase lifts a quiet period -> a mute word addressed to the bot opens one (and the message reaches the
+runtime as not addressed, so it costs no model call) -> the message is queued for the gateway on its
+chat's turn (addressed messages, pokes and commands in the dispatcher's priority line, served first).
+The phrase lifts only a quiet period a member asked for; a superuser's ``/mute`` is lifted by
+``/unmute`` alone.
 
 Every message frame is in the inbound journal (:mod:`plugins.greywind.journal`) from the moment the
 frame guard reads it; the edge settles it there once the message's job has handed it to the runtime,
@@ -32,17 +33,16 @@ from anyio.abc import TaskGroup
 from nonebot.adapters.onebot.v11 import MessageEvent, NoticeEvent, PokeNotifyEvent
 
 from plugins.greywind.accounts import OWNERS_FILE, ChatOwners
-from plugins.greywind.commands import (
-    Command,
-    Usage,
-    dispatch,
-    is_mute_request,
-    is_unmute_request,
-    parse_command,
-)
+from plugins.greywind.commands import Command, Usage, is_mute_request, is_unmute_request
 from plugins.greywind.convert import AddressingRules, Inbound, convert_message, convert_poke
 from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError, DispatcherStatistics, Job
-from plugins.greywind.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, current_factory
+from plugins.greywind.gateway import (
+    EdgeContext,
+    RuntimeFactory,
+    RuntimeGateway,
+    commands_of,
+    current_factory,
+)
 from plugins.greywind.journal import JOURNAL_DIR, InboundJournal, JournalKey, JournalStatistics
 from plugins.greywind.journal_replay import JournalReplay, event_key
 from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagStatistics
@@ -57,6 +57,7 @@ from plugins.greywind.outbound import (
     TokenBucket,
 )
 from plugins.greywind.restriction import RestrictionCircuits
+from runtime.commands import FAILED, CommandCall
 from runtime.config import GreyWindConfig
 from runtime.kernel.message import ChatMessage
 from runtime.llm.errors import NotConfiguredError
@@ -296,11 +297,17 @@ class Edge:
         await self.deliver(inbound, str(event.self_id), key)
 
     def command_of(self, inbound: Inbound) -> Command | Usage | None:
-        """The superuser command ``inbound`` is, if it is one."""
+        """The declared command ``inbound`` is, if it is one its sender may run (a superuser any; a
+        member only those declared for members)."""
         message = inbound.message
-        if message.from_self or message.sender_id not in self.superusers:
+        if message.from_self:
             return None
-        return parse_command(inbound.body, chat_id=message.chat_id, prefix=self.config.bot.command_prefix)
+        return commands_of(self.gateway).parse(
+            inbound.body,
+            chat_id=message.chat_id,
+            prefix=self.config.bot.command_prefix,
+            superuser=message.sender_id in self.superusers,
+        )
 
     async def deliver(self, inbound: Inbound, account: str, key: JournalKey | None = None) -> None:
         """A converted message's path (commands, quiet words, the gateway), heard through ``account``;
@@ -379,13 +386,16 @@ class Edge:
             self.gates.unquiet(command.chat_id)
         name = command.name if isinstance(command, Command) else "usage"
         log.info("command", name=name, by=message.sender_id, chat_id=message.chat_id)
+        call = CommandCall(self.gateway.control, now=now, by=message.sender_id, origin=message.chat_id)
         try:
-            text = await dispatch(command, self.gateway.control, now=now, by=message.sender_id)
+            text = await commands_of(self.gateway).dispatch(command, call)
         except Exception:
             log.exception("command_failed", name=name)
-            text = "命令执行出错，详情见日志。"
+            text = FAILED
         if text:
-            await self.outbound.send(message.chat_id, text, reply_to=message.message_id, admin=True)
+            # A superuser's answer passes a quiet period; a member's command is answered like a reply.
+            admin = message.sender_id in self.superusers
+            await self.outbound.send(message.chat_id, text, reply_to=message.message_id, admin=admin)
 
     async def handle_notice(self, event: NoticeEvent) -> None:
         now = self.clock()

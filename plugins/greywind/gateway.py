@@ -15,6 +15,10 @@ and notice and answers nothing: the bot connects, converts, gates and rate-limit
 
 Lifecycle, driven by the NoneBot lifespan, as :mod:`runtime.ports.gateway` describes it; a task in the
 lifespan's task group that raises is logged and ends alone, the rest of the edge keeps running.
+
+A gateway may also declare the commands the edge answers: ``commands``, a
+:class:`~runtime.commands.CommandRegistry` (the runtime's holds the built-in admin commands and the
+extensions'). Without it the edge answers the built-in admin commands (:func:`commands_of`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from dataclasses import dataclass
 import structlog
 from anyio.abc import TaskGroup
 
+from plugins.greywind.commands import ADMIN
+from runtime.commands import CommandRegistry
 from runtime.kernel.message import ChatMessage
 from runtime.ports import EdgeContext, Notice, RuntimeControl, RuntimeFactory, RuntimeGateway
 
@@ -36,11 +42,18 @@ __all__ = [
     "LoggingGatewayStatistics",
     "RuntimeFactory",
     "RuntimeGateway",
+    "commands_of",
     "current_factory",
     "use_runtime",
 ]
 
 log = structlog.get_logger("greywind.gateway")
+
+
+def commands_of(gateway: RuntimeGateway) -> CommandRegistry:
+    """The commands ``gateway`` declares, else the built-in admin commands."""
+    declared = getattr(gateway, "commands", None)
+    return declared if isinstance(declared, CommandRegistry) else ADMIN
 
 
 _factory: RuntimeFactory | None = None

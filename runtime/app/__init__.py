@@ -14,7 +14,8 @@ model, tools and store.
     persona.py, why.py  the persona /persona reload replaces; the recent ingest results /why reads
     episodes.py     EpisodeDriver: one ready activation -> packet -> model -> send -> records
     reasoner.py     ModelReasoner over OpenAI tool calling; clean_reply
-    builtin_tools.py memory_search, remember, schedule_message, current_time (+ task tools, a game)
+    extensions.py   loads the extensions (the built-in tools and game, config modules, entry points)
+    reminders.py    reminders as kernel activations, for the schedule_message extension
     control.py      the admin commands and mute words (RuntimeControl)
     persistence.py  restore on start, incremental saves, quiet periods
     maintenance.py  periodic jobs: save, lexicon learning, housekeeping, the LifeDirector tick

@@ -4,8 +4,9 @@
 on each other — the kernel and the other parts that need nothing (:mod:`runtime.app.core`), the
 store, the model router's clients, the store writer, the Context Runtime and memory layer on the
 store, the persistence, the alarm, the episode driver, the activation loop, the admin control, the
-built-in tools, the restore, the periodic jobs — and hands each its collaborators at construction (a
-``...Parts`` value or explicit arguments), never the whole runtime, and never fills one in later.
+extensions (the built-ins first), the restore, the periodic jobs — and hands each its collaborators at
+construction (a ``...Parts`` value or explicit arguments), never the whole runtime, and never fills
+one in later.
 
 Everything it starts or registers is owned by one :class:`~runtime.lifetime.Lifetime`, which undoes it
 newest first at stop, each closing step within its share of the edge's 10 s grace: the periodic jobs
@@ -27,16 +28,18 @@ from anyio.abc import TaskGroup
 
 from runtime.app.alarm import Alarm
 from runtime.app.background import Background
-from runtime.app.builtin_tools import BuiltinToolParts, register_builtin_tools
 from runtime.app.control import Control, ControlParts
 from runtime.app.core import CoreParts, core_parts
 from runtime.app.episodes import DriverParts, EpisodeDriver
+from runtime.app.extensions import load_extensions
 from runtime.app.loop import ActivationLoop
 from runtime.app.maintenance import Maintenance
 from runtime.app.parts import open_context
 from runtime.app.persistence import RestoreReport, StatePersistence
 from runtime.app.slots import EpisodeSlots
+from runtime.commands import CommandRegistry
 from runtime.context.setup import ContextRuntime
+from runtime.extensions.loader import ExtensionLoader
 from runtime.lifetime import Lifetime
 from runtime.llm.router import ModelRouter
 from runtime.memory.layers import MemoryLayer
@@ -89,13 +92,15 @@ async def compose(
     task_group: TaskGroup,
     *,
     on_sent: Callable[[SentRecord], None],
+    commands: CommandRegistry,
     router: ModelRouter | None = None,
 ) -> RunningBot:
     """Build and start the running bot in ``task_group``; see the module docstring. ``on_sent`` hears
-    every part the edge sends (registered in the bot's scope)."""
+    every part the edge sends (registered in the bot's scope); ``commands`` is the registry the
+    extensions declare their commands in (the gateway's, which the edge reads)."""
     lifetime = Lifetime("runtime", task_group)
     try:
-        return await _compose(edge, lifetime, task_group, on_sent=on_sent, router=router)
+        return await _compose(edge, lifetime, task_group, on_sent=on_sent, commands=commands, router=router)
     except BaseException:
         # A start that fails must not leave the store's thread (or any task) keeping the process alive.
         with anyio.CancelScope(shield=True):
@@ -127,6 +132,7 @@ class RunningBot:
     loop: ActivationLoop
     control: Control
     maintenance: Maintenance
+    extensions: ExtensionLoader
     restored: RestoreReport
 
 
@@ -252,25 +258,6 @@ def _control(
     )
 
 
-def _register_tools(
-    core: CoreParts, storage: StorageParts, persistence: StatePersistence, alarm: Alarm
-) -> None:
-    register_builtin_tools(
-        BuiltinToolParts(
-            app=core.config.runtime,
-            ids=core.ids,
-            kernel=core.kernel,
-            store=storage.store,
-            context=storage.context,
-            persistence=persistence,
-            alarm=alarm,
-            tools=core.tools,
-            extensions=core.extensions,
-            scope=core.scope,
-        )
-    )
-
-
 def _maintenance(
     core: CoreParts, storage: StorageParts, persistence: StatePersistence, alarm: Alarm
 ) -> Maintenance:
@@ -297,6 +284,7 @@ async def _compose(
     task_group: TaskGroup,
     *,
     on_sent: Callable[[SentRecord], None],
+    commands: CommandRegistry,
     router: ModelRouter | None,
 ) -> RunningBot:
     core = core_parts(edge, router)
@@ -314,7 +302,15 @@ async def _compose(
     loop = ActivationLoop(core.kernel, alarm, driver, slots, clock=core.clock, addressed_work=edge.addressed)
     control = _control(core, storage, edge, persistence, loop, driver)
     core.scope.add(edge.outbound.on_sent(on_sent))
-    _register_tools(core, storage, persistence, alarm)
+    extensions, _ = await load_extensions(
+        core,
+        store=storage.store,
+        context=storage.context,
+        persistence=persistence,
+        alarm=alarm,
+        commands=commands,
+        task_group=task_group,
+    )
     restored = await persistence.restore(core.clock())
 
     # Restored: from here on, stopping closes the sessions, saves, and lets the bookkeeping drain.
@@ -332,5 +328,16 @@ async def _compose(
     maintenance = _maintenance(core, storage, persistence, alarm)
     maintenance.start(lifetime)
     return RunningBot(
-        core, storage, lifetime, persistence, alarm, background, driver, loop, control, maintenance, restored
+        core,
+        storage,
+        lifetime,
+        persistence,
+        alarm,
+        background,
+        driver,
+        loop,
+        control,
+        maintenance,
+        extensions,
+        restored,
     )

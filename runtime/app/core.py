@@ -1,7 +1,8 @@
 """The parts of the running bot that need nothing but the config and the clock, made first, no I/O:
 the kernel (with ids unique across restarts), the waiting room, the tool and extension registries,
 the LifeDirector, the model router, the persona, and the small bounded books the message path keeps
-(recent messages, deliveries, the why log, quiet periods, recalled messages, the learning queue).
+(recent messages, deliveries, the why log, quiet periods, recalled messages); the message listeners
+extensions add to.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from runtime.config import GreyWindConfig
 from runtime.context.builder import RecentBuffer
 from runtime.episodes import EpisodeSettings, WaitingRoom, tool_registry_from_config
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
+from runtime.extensions.listeners import MessageListeners
 from runtime.kernel.clock import Clock
 from runtime.kernel.kernel import Kernel
 from runtime.kernel.settings import KernelSettings
@@ -56,6 +58,7 @@ class CoreParts:
     tools: ToolRegistry
     scope: Scope
     extensions: ExtensionRegistry
+    listeners: MessageListeners
     activity: ChatActivityLog
     life_settings: LifeSettings
     director: LifeDirector
@@ -98,6 +101,7 @@ def core_parts(edge: EdgeContext, router: ModelRouter | None = None) -> CorePart
         activity=activity,
         life_settings=life_settings,
         director=LifeDirector(extensions, kernel, activity, clock=clock_obj, settings=life_settings),
+        listeners=MessageListeners(timeout=config.extensions.listener_timeout_ms / 1000),
         recent=RecentBuffer(),
         deliveries=RecentDeliveries(),
         why=WhyLog(config.runtime.why_per_chat),

@@ -37,8 +37,11 @@ from runtime.app.episodes import DriverStatistics, EpisodeDriver
 from runtime.app.loop import ActivationLoop, LoopStatistics
 from runtime.app.maintenance import Maintenance, MaintenanceStatistics
 from runtime.app.persistence import PersistenceStatistics, StatePersistence
+from runtime.commands import CommandRegistry, admin_registry
 from runtime.context.setup import ContextRuntime
 from runtime.episodes import WaitingStatistics
+from runtime.extensions.listeners import MessageListeners
+from runtime.extensions.loader import ExtensionLoader
 from runtime.kernel.kernel import Kernel, KernelStatistics
 from runtime.kernel.message import ChatMessage, parse_chat_id
 from runtime.llm.router import ModelRouter
@@ -47,6 +50,7 @@ from runtime.ports import EdgeContext, Notice, Outbound, Recalled, RuntimeContro
 from runtime.store.protocol import Store
 from runtime.store.records import MessageRecalled, StoredMessage
 from runtime.store.writer import StoreWriter
+from runtime.tools import ToolRegistry
 
 __all__ = ["Runtime", "RuntimeNotStartedError", "RuntimeStatistics", "build_runtime"]
 
@@ -80,6 +84,8 @@ class Runtime:
         self.edge = edge
         self._router = router
         self._bot: RunningBot | None = None
+        # The commands the edge answers: the built-in admin commands, and the extensions' once loaded.
+        self.commands: CommandRegistry = admin_registry()
         self._started = False
         self._messages = 0
 
@@ -111,6 +117,18 @@ class Runtime:
     @property
     def memory(self) -> MemoryLayer | None:
         return self.bot.storage.memory
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self.bot.core.tools
+
+    @property
+    def extension_loader(self) -> ExtensionLoader:
+        return self.bot.extensions
+
+    @property
+    def listeners(self) -> MessageListeners:
+        return self.bot.core.listeners
 
     @property
     def router(self) -> ModelRouter:
@@ -149,7 +167,9 @@ class Runtime:
         return control
 
     async def start(self, task_group: TaskGroup) -> None:
-        bot = self._bot = await compose(self.edge, task_group, on_sent=self._on_sent, router=self._router)
+        bot = self._bot = await compose(
+            self.edge, task_group, on_sent=self._on_sent, commands=self.commands, router=self._router
+        )
         self._started = True
         bot.loop.wake()
         log.info(
@@ -186,6 +206,7 @@ class Runtime:
         self.bot.storage.writer.offer(stored)
         if message.from_self:
             return
+        core.listeners.notify(message)
         core.why.note(result)
         self.bot.driver.note_arrival(result)
         core.activity.note(message)

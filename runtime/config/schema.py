@@ -7,6 +7,7 @@ from runtime.config.app import AppConfig
 from runtime.config.bot import BotConfig, OutboundConfig
 from runtime.config.context import ContextConfig
 from runtime.config.episodes import EpisodesConfig
+from runtime.config.extensions import ExtensionsConfig
 from runtime.config.kernel import AttentionConfig, BudgetConfig, SchedulingConfig
 from runtime.config.lexicon import LexiconConfig
 from runtime.config.life import LifeConfig
@@ -33,3 +34,4 @@ class GreyWindConfig(Section):
     life: LifeConfig = LifeConfig()
     store: StoreConfig = StoreConfig()
     runtime: AppConfig = AppConfig()
+    extensions: ExtensionsConfig = ExtensionsConfig()

@@ -9,17 +9,17 @@ thread the calling chat does not see is refused, so no chat edits another chat's
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
 from runtime.context.errors import ContextError
 from runtime.context.resolver import ThreadResolver
 from runtime.context.tasks import OPEN_TASK_STATUSES, TaskBook
-from runtime.store.records import Task, TaskStatus
-from runtime.store.roles import ContextRows
+from runtime.store.records import Task, TaskStatus, TopicThread
 from runtime.tools import ToolContext, ToolRegistry, ToolSpec
 
-__all__ = ["register_task_tools"]
+__all__ = ["TopicThreads", "register_task_tools", "task_tool_specs"]
 
 
 class _Create(BaseModel):
@@ -47,10 +47,31 @@ def _line(task: Task) -> str:
     return line + (f" —— {task.conclusion}" if task.conclusion else "")
 
 
+class TopicThreads(Protocol):
+    """What the task tools read of the store: a topic thread by id."""
+
+    async def get_topic_thread(self, thread_id: str) -> TopicThread | None: ...
+
+
 def register_task_tools(
-    registry: ToolRegistry, *, tasks: TaskBook, resolver: ThreadResolver, store: ContextRows
+    registry: ToolRegistry, *, tasks: TaskBook, resolver: ThreadResolver, store: TopicThreads
 ) -> Callable[[], None]:
     """Add ``task_create``, ``task_list``, ``task_update`` and ``task_conclude``; returns their disposer."""
+    disposers = [
+        registry.register(spec) for spec in task_tool_specs(tasks=tasks, resolver=resolver, store=store)
+    ]
+
+    def dispose() -> None:
+        for undo in reversed(disposers):
+            undo()
+
+    return dispose
+
+
+def task_tool_specs(
+    *, tasks: TaskBook, resolver: ThreadResolver, store: TopicThreads
+) -> tuple[ToolSpec, ...]:
+    """The four task tools, for a registry (or an extension) to register."""
 
     async def topic(ctx: ToolContext) -> str:
         found = await resolver.topic_of(ctx.chat_id, ctx.thread_id)
@@ -87,7 +108,7 @@ def register_task_tools(
             f"已结束 {_line(await tasks.conclude(args.task_id, args.conclusion, now=ctx.now, status=status))}"
         )
 
-    specs = (
+    return (
         ToolSpec(
             "task_create",
             "在当前话题线程下新建一个任务（要推进的一件具体的事）",
@@ -111,10 +132,3 @@ def register_task_tools(
             side_effect=True,
         ),
     )
-    disposers = [registry.register(spec) for spec in specs]
-
-    def dispose() -> None:
-        for undo in reversed(disposers):
-            undo()
-
-    return dispose

@@ -1,4 +1,6 @@
-"""Extensions (ADR-0002 §11): scopes, games, activities, life sources and the LifeDirector.
+"""Extensions (ADR-0002 §11): scopes, games, activities, life sources, the LifeDirector, and the
+loader's :class:`Extension` / :class:`ExtensionContext` (``loader.py`` loads them; ``builtin/`` holds
+the built-in ones).
 
 ::
 
@@ -14,6 +16,7 @@ tool result, a life source that raises is logged and counted by the director.
 from __future__ import annotations
 
 from runtime.extensions.chat_activity import ChatActivity, ChatActivityLog
+from runtime.extensions.context import ExtensionContext, StoreReader
 from runtime.extensions.director import LifeDirector, LifeSettings, TickReport, Verdict
 from runtime.extensions.errors import (
     DuplicateExtensionError,
@@ -21,6 +24,7 @@ from runtime.extensions.errors import (
     InvalidExtensionError,
     ScopeClosedError,
 )
+from runtime.extensions.manifest import Extension
 from runtime.extensions.registry import ExtensionRegistry, Registration, TermRegistry
 from runtime.extensions.scope import Disposer, Scope
 from runtime.extensions.spec import (
@@ -39,6 +43,8 @@ __all__ = [
     "ChatActivityLog",
     "Disposer",
     "DuplicateExtensionError",
+    "Extension",
+    "ExtensionContext",
     "ExtensionError",
     "ExtensionRegistry",
     "GameContext",
@@ -53,6 +59,7 @@ __all__ = [
     "Registration",
     "Scope",
     "ScopeClosedError",
+    "StoreReader",
     "TermRegistry",
     "TickReport",
     "Verdict",

@@ -83,7 +83,7 @@ class ExtensionRegistry:
                 names.append(tool.name)
             self._game_tools[spec.name] = tuple(names)
             owned.add(lambda: self._game_tools.pop(spec.name, None))
-            self._add_terms(owned, LexiconKey(LexiconScope.GAME, spec.name), spec.terms, f"game:{spec.name}")
+            self.add_terms(owned, LexiconKey(LexiconScope.GAME, spec.name), spec.terms, f"game:{spec.name}")
 
         return self._register("game", spec.name, spec, scope, build)
 
@@ -91,7 +91,7 @@ class ExtensionRegistry:
         """Add an activity the LifeDirector will advance, owned by ``scope``."""
 
         def build(owned: Scope) -> None:
-            self._add_terms(
+            self.add_terms(
                 owned, LexiconKey(LexiconScope.ACTIVITY, spec.name), spec.terms, f"activity:{spec.name}"
             )
 
@@ -126,7 +126,8 @@ class ExtensionRegistry:
         for listener in list(self._listeners.values()):
             listener(entry)
 
-    def _add_terms(self, owned: Scope, key: LexiconKey, terms: Iterable[str], source: str) -> None:
+    def add_terms(self, owned: Scope, key: LexiconKey, terms: Iterable[str], source: str) -> None:
+        """Pin ``terms`` under ``key``, each removal owned by ``owned`` (counted in the statistics)."""
         lexicon = self._lexicon
         if lexicon is None:
             return
