@@ -371,13 +371,15 @@ class Runtime:
     def _on_sent(self, record: SentRecord) -> None:
         if record.shadow or not record.message_id:
             return
-        from runtime.kernel.message import parse_chat_id
+        from runtime.kernel.message import ChatKey
 
-        kind, ident = parse_chat_id(record.chat_id)
+        key = ChatKey.parse(record.chat_id)
         message = ChatMessage(
             message_id=record.message_id,
-            chat_kind=kind,
-            chat_ident=ident,
+            chat_kind=key.kind,
+            chat_ident=key.ident,
+            platform=key.platform,
+            account=key.account,
             sender_id=SELF_SENDER,
             sender_name=self.config.persona.name,
             time=record.time,

@@ -36,6 +36,7 @@ import structlog
 from runtime.context._gather import gather
 from runtime.context.lexical import by_rarity, lexical_score, query_terms
 from runtime.context.packet import RetrievedSlot
+from runtime.kernel.message import ChatKey
 from runtime.store.protocol import MemoryScope, Store
 from runtime.store.records import Memory, ScopeType, StoredMessage
 
@@ -114,9 +115,17 @@ def memory_scopes(
     if topic_thread_id is not None:
         scopes.append((ScopeType.THREAD, topic_thread_id))
     scopes.extend((ScopeType.TASK, task_id) for task_id in task_ids)
-    if sender_id is not None and chat_id == f"private:{sender_id}":
+    if sender_id is not None and _private_with(chat_id, sender_id):
         scopes.append((ScopeType.USER, sender_id))
     return tuple(scopes)
+
+
+def _private_with(chat_id: str, user_id: str) -> bool:
+    try:
+        key = ChatKey.parse(chat_id)
+    except ValueError:
+        return False
+    return key.is_private and key.ident == user_id
 
 
 @dataclass(slots=True)
