@@ -12,7 +12,9 @@ Commands (prefix ``bot.command_prefix``, default ``/``), from a superuser in any
     /bind <topic thread> [vision ...]  bind this group to a topic thread, with its vision
     /help
 
-``g<group>`` (or ``group:<id>``) aims a command at another group, so it works from a private chat.
+``g<group>`` (or ``group:<id>``) aims a command at another group heard through the same account as
+the command, so it works from a private chat; a whole chat key (``qq:<account>:group:<id>``) aims it
+at a chat of another account.
 
 A mute word (``bot.mute_words``: 闭嘴, 安静, 别说话 ...) in a short message addressed to the bot opens a
 quiet period of ``bot.quiet_minutes`` for that chat, for anyone; ``bot.unmute_phrase`` (or a superuser's
@@ -27,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from runtime.kernel.message import ChatKind, chat_id_for
+from runtime.kernel.message import ChatKey, ChatKind
 
 __all__ = [
     "HELP",
@@ -109,6 +111,14 @@ def parse_duration(text: str) -> float | None:
     return seconds if seconds > 0 else None
 
 
+def _bound_key(word: str) -> str | None:
+    try:
+        key = ChatKey.parse(word)
+    except ValueError:
+        return None
+    return key.chat_id if key.bound else None
+
+
 def parse_command(body: str, *, chat_id: str, prefix: str = "/") -> Command | Usage | None:
     """Parse ``body`` (addressing already removed); None when it is not a command at all."""
     text = body.strip()
@@ -120,13 +130,16 @@ def parse_command(body: str, *, chat_id: str, prefix: str = "/") -> Command | Us
     head, rest = words[0].lower(), words[1:]
     target = chat_id
     if rest and (match := _TARGET.fullmatch(rest[0])) is not None:
-        target = chat_id_for(ChatKind.GROUP, match.group(1))
+        # Another group heard through the same account as the command itself.
+        target = ChatKey.parse(chat_id).sibling(ChatKind.GROUP, match.group(1)).chat_id
         rest = rest[1:]
+    elif rest and (named := _bound_key(rest[0])) is not None:
+        target, rest = named, rest[1:]
     if head == "help":
         return Usage(HELP)
     if head == "status":
         # From a private chat without a target: the whole bot, not that private chat.
-        whole = target == chat_id and chat_id.startswith(f"{ChatKind.PRIVATE.value}:")
+        whole = target == chat_id and ChatKey.parse(chat_id).is_private
         return Command("status", "" if whole else target)
     if head == "why":
         return Command("why", target, tuple(rest[:1]))
