@@ -169,6 +169,7 @@ class Edge:
             edge_status=self.status_text,
             rename=self.rename,
             addressed=self.addressed,
+            chat_bindings=lambda: self.owners.bindings(PLATFORM),
         )
         self.gateway: RuntimeGateway = (factory or current_factory())(self.context)
         self._names = (config.persona.name, *config.persona.aliases)

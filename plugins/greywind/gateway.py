@@ -77,6 +77,8 @@ class EdgeContext:
     rename: Callable[[tuple[str, ...]], None] = field(default=lambda names: None)
     # Forced episodes mark themselves here until they reach the model; chatter yields meanwhile.
     addressed: AddressedWork = field(default_factory=AddressedWork)
+    # Chats recorded before chat keys named their account: unbound id -> bound id, rebound at start.
+    chat_bindings: Callable[[], Mapping[str, str]] = field(default=dict)
 
 
 class RuntimeGateway(Protocol):

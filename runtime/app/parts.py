@@ -1,6 +1,7 @@
 """The parts that need the store: opened on start, in dependency order.
 
-The SQLite store (``greywind.sqlite3`` under the data directory) and its writer; the memory layer
+The SQLite store (``greywind.sqlite3`` under the data directory), its chats from before keys named
+their account rebound (:mod:`runtime.store.rebind`), and its writer; the memory layer
 (rolling summary and user profiles) when a model can compress; the Context Runtime on top of both,
 fed by the runtime's recent buffer and writing message→topic links through the writer.
 """
@@ -14,6 +15,8 @@ import structlog
 from runtime.app.handoff_model import RouterSummarizer
 from runtime.context.setup import context_runtime
 from runtime.memory.layers import five_layer_runtime, memory_layer
+from runtime.store.errors import StoreError
+from runtime.store.rebind import rebind_known
 from runtime.store.records import TopicLink
 from runtime.store.sqlite.schema import DB_FILENAME
 from runtime.store.sqlite.store import SqliteStore
@@ -34,6 +37,11 @@ async def open_store_parts(rt: Runtime) -> None:
     """Set ``rt.store``, ``rt.writer``, ``rt.memory`` and ``rt.context``."""
     config = rt.config
     rt.store = await SqliteStore.open(rt.data_dir / DB_FILENAME, config=config.store)
+    try:
+        # Before anything is restored: chats from before keys named their account get it.
+        await rebind_known(rt.store, rt.data_dir, rt.edge.chat_bindings())
+    except (StoreError, ValueError):
+        log.exception("chats_rebind_failed")  # the unbound chats stay; the next start tries again
     rt.writer = StoreWriter.from_config(rt.store, config.store)
 
     def link(item: TopicLink) -> None:

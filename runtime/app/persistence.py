@@ -36,7 +36,7 @@ from runtime.episodes import RESUME_KIND, episode_id_of
 from runtime.episodes.persist import from_store_record
 from runtime.kernel.events import TERMINAL_STATES, BotEvent
 from runtime.llm.tokens import LedgerEntry
-from runtime.quiet import QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
+from runtime.quiet import QUIET_FILE, QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
 from runtime.store.errors import StoreError
 from runtime.store.kernel_state import chat_message, event_record, restore_kernel, save_lexicon_changes
 from runtime.store.protocol import RestorePolicy
@@ -54,8 +54,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger("greywind.persistence")
-
-QUIET_FILE = "quiet.json"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,12 @@ Opens the database (``$GREYWIND_DATA_DIR/greywind.sqlite3`` unless a path is giv
 bot does — migrations included, and ``PRAGMA quick_check`` on opening — and prints its schema version
 and rows per table. ``--backup FILE`` also writes a consistent copy. Exit status 1 on a store error (a
 corrupt file that fails the check, a locked or a newer-schema file), with the error's message.
+
+``python -m runtime.store rebind --account <self_id> [--platform qq] [PATH]`` binds every chat the
+data directory holds without its account (``group:123``, written before chat keys named the account)
+to that account: the database and the state files beside it (:mod:`runtime.store.rebind`). The bot
+does this by itself at start for the chats whose account it recorded; this is for the rest. Stop the
+bot first: a rebind while it runs would race its writes.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from pathlib import Path
 
 from runtime.store.errors import StoreError
 from runtime.store.paths import data_dir_from_env
+from runtime.store.rebind import bind_all
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 
 
@@ -32,7 +39,44 @@ async def _report(path: Path, backup: Path | None) -> None:
         await store.close()
 
 
+async def _rebind(path: Path, platform: str, account: str) -> None:
+    store = await SqliteStore.open(path)
+    try:
+        report = await bind_all(store, path.parent, platform=platform, account=account)
+        print(f"database:        {store.path}")
+        print(f"chats rebound:   {report.chats} to {platform}:{account}")
+        for name, count in sorted(report.rows.items()):
+            print(f"  {name:<32} {count:>10,}")
+        for name, count in sorted(report.kept.items()):
+            print(f"  kept unbound (a bound twin exists): {name} {count:,}")
+    finally:
+        await store.close()
+
+
+def rebind_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m runtime.store rebind", description="bind every unbound chat to one account"
+    )
+    parser.add_argument("path", nargs="?", type=Path, help="database file (default: the data dir's)")
+    parser.add_argument("--account", required=True, help="the account (self_id) the chats were heard through")
+    parser.add_argument("--platform", default="qq", help="the platform of that account (default: qq)")
+    args = parser.parse_args(argv)
+    path = args.path or data_dir_from_env() / DB_FILENAME
+    try:
+        asyncio.run(_rebind(path, args.platform, args.account))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["rebind"]:
+        return rebind_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m runtime.store", description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, help="database file (default: the data dir's)")
     parser.add_argument("--backup", type=Path, help="also write a consistent copy to this new file")
