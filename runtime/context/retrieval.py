@@ -93,6 +93,8 @@ class RetrievalSettings:
     # Messages of *other* conversations younger than this are left out: a conversation going on beside
     # this one is not "history", and two conversations in one group must not leak into each other.
     fresh_window: float = 1_800.0
+    # The persona's name: the bot's own past messages are labelled "<name>自己".
+    self_name: str = ""
 
     def __post_init__(self) -> None:
         if not 2 <= self.max_items <= 5:
@@ -294,7 +296,11 @@ class RetrievalEngine:
                 query.topic_thread_id is not None and message.topic_thread_id == query.topic_thread_id
             )
             confidence = 0.25 + 0.5 * _coverage(searched, words) + (0.1 if same_topic else 0.0)
-            speaker = "灰风自己" if message.from_self else (message.sender_name or message.sender_id)
+            speaker = (
+                f"{self._settings.self_name}自己"
+                if message.from_self
+                else (message.sender_name or message.sender_id)
+            )
             reason = f"{'本线程' if same_topic else '本群'}的历史消息，含“{'、'.join(sorted(words))}”"
             offer(
                 RetrievedSlot(
