@@ -96,7 +96,14 @@ class ChatOwners:
         return out
 
     def chats_per_account(self) -> dict[str, int]:
-        return dict(Counter(self._owners.values()))
+        """Chats per account; one recorded both before and after keys named its account counts once."""
+        chats: set[tuple[str, str]] = set()
+        for chat, account in self._owners.items():
+            try:
+                chats.add((account, ChatKey.parse(chat).unbound().chat_id))
+            except ValueError:
+                chats.add((account, chat))
+        return dict(Counter(account for account, _ in chats))
 
     def __len__(self) -> int:
         return len(self._owners)

@@ -52,10 +52,10 @@ def test_the_chats_recorded_before_keys_named_their_account_bind_to_it(tmp_path:
         '{"chat": "qq:10000:group:2", "account": "10000"}\n{"chat": "channel:9", "account": "10000"}\n',
         encoding="utf-8",
     )
-    assert ChatOwners(path).bindings("qq") == {
-        "group:1": "qq:10000:group:1",
-        "private:7": "qq:10001:private:7",
-    }
+    owners = ChatOwners(path)
+    assert owners.bindings("qq") == {"group:1": "qq:10000:group:1", "private:7": "qq:10001:private:7"}
+    owners.claim("qq:10000:group:1", "10000")  # heard again since, under its key: still one chat
+    assert owners.chats_per_account() == {"10000": 3, "10001": 1}
 
 
 def _key(account: int, group: int) -> str:
