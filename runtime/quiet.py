@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["QUIET_ASKED", "QUIET_IMPOSED", "QUIET_KINDS", "QUIET_LABELS", "QuietBook", "QuietPeriod"]
+__all__ = [
+    "QUIET_ASKED",
+    "QUIET_FILE",
+    "QUIET_IMPOSED",
+    "QUIET_KINDS",
+    "QUIET_LABELS",
+    "QuietBook",
+    "QuietPeriod",
+]
+
+#: The saved quiet periods in the data directory: a JSON object, chat id -> until and kind.
+QUIET_FILE = "quiet.json"
 
 QUIET_ASKED = "asked"  # a member said a mute word: the unmute phrase lifts it
 QUIET_IMPOSED = "imposed"  # a superuser's /mute: only /unmute lifts it

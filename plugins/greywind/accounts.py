@@ -1,14 +1,14 @@
-"""Which QQ account owns which chat, kept across restarts.
+"""Which chats each QQ account has heard, kept across restarts.
 
-With more than one account connected, a reply, a reminder or a proactive message must leave through
-the account that is in the chat: another account is usually not a member of that group (the send
-fails) or, worse, is one, and speaks as someone else. The edge learns the owner from the events it
-receives: the account that delivered a chat's first message owns it, and keeps it (two accounts in
-one group: the first stays the owner). When the owner is not connected the chat waits for it; the
-send is never borrowed by another account.
+A chat's key names its account (``qq:<self_id>:group:<id>``), so a reply, a reminder or a proactive
+message leaves through that account and no other: the key routes, not this record. What is kept here
+is the list the status line counts (chats per account), and, for a data directory written before
+chats carried their account, the one place that says which account an old, unbound chat
+(``group:<id>``) had: the account that delivered its first message. At start the runtime rebinds the
+old chat ids in the store and the state files from those lines (:meth:`ChatOwners.bindings`).
 
-The mapping lives in ``chat_owners.jsonl`` in the data directory, one ``{"chat": ..., "account": ...}``
-line per chat, appended when a chat gets its owner (so nothing is rewritten as the number of chats
+The record lives in ``chat_owners.jsonl`` in the data directory, one ``{"chat": ..., "account": ...}``
+line per chat, appended when a chat is first heard (so nothing is rewritten as the number of chats
 grows). A line that cannot be read is skipped and logged; the first line for a chat wins.
 """
 
@@ -20,6 +20,8 @@ from pathlib import Path
 
 import structlog
 
+from runtime.kernel.message import ChatKey
+
 __all__ = ["OWNERS_FILE", "ChatOwners"]
 
 log = structlog.get_logger("greywind.accounts")
@@ -28,7 +30,7 @@ OWNERS_FILE = "chat_owners.jsonl"
 
 
 class ChatOwners:
-    """chat id -> the account (``self_id``) that owns it; ``path`` None keeps it in memory only."""
+    """chat id -> the account (``self_id``) that heard it first; ``path`` None keeps it in memory only."""
 
     __slots__ = ("_newline_first", "_owners", "_path")
 
@@ -64,8 +66,8 @@ class ChatOwners:
         return self._owners.get(chat_id)
 
     def claim(self, chat_id: str, account: str) -> bool:
-        """``account`` delivered a message of ``chat_id``: it becomes the owner unless one is known.
-        True when the owner is new (and was written down)."""
+        """``account`` delivered a message of ``chat_id``: recorded unless the chat is known.
+        True when the chat is new (and was written down)."""
         if not account or chat_id in self._owners:
             return False
         self._owners[chat_id] = account
@@ -81,8 +83,27 @@ class ChatOwners:
                 log.warning("chat_owner_save_failed", path=str(self._path), error=repr(exc))
         return True
 
+    def bindings(self, platform: str) -> dict[str, str]:
+        """Unbound chat id -> the bound one, for the chats recorded before keys named their account."""
+        out: dict[str, str] = {}
+        for chat, account in self._owners.items():
+            try:
+                key = ChatKey.parse(chat)
+                if not key.bound:
+                    out[chat] = key.bind(platform, account).chat_id
+            except ValueError:
+                log.warning("chat_owner_unreadable", chat=chat, account=account)
+        return out
+
     def chats_per_account(self) -> dict[str, int]:
-        return dict(Counter(self._owners.values()))
+        """Chats per account; one recorded both before and after keys named its account counts once."""
+        chats: set[tuple[str, str]] = set()
+        for chat, account in self._owners.items():
+            try:
+                chats.add((account, ChatKey.parse(chat).unbound().chat_id))
+            except ValueError:
+                chats.add((account, chat))
+        return dict(Counter(account for account, _ in chats))
 
     def __len__(self) -> int:
         return len(self._owners)

@@ -35,7 +35,7 @@ from nonebot.adapters.onebot.v11 import (
 )
 
 from runtime.addressing import opens_with_name, truncate_text
-from runtime.kernel.message import ChatKind, ChatMessage
+from runtime.kernel.message import ChatKey, ChatKind, ChatMessage
 from runtime.unicode_safe import cap_name, clean_text
 
 __all__ = [
@@ -73,6 +73,8 @@ PLACEHOLDERS: Mapping[str, str] = {
     "anonymous": "",
 }
 POKE_TEXT = "[戳一戳]"
+#: The platform this edge speaks for, as chat keys name it (``qq:<self_id>:group:<group_id>``).
+PLATFORM = "qq"
 MAX_MENTIONS = 64
 _SAFE_TYPE = re.compile(r"[A-Za-z0-9_.-]{1,24}")
 # After the bot's name these do not make it another word: "灰风，", "greywind: ", "灰风?".
@@ -213,8 +215,15 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
         reply_to=reply_to,
         addressed=bool(how) and not from_self,  # the bot's own echo never calls for an answer
         from_self=from_self,
+        platform=PLATFORM,
+        account=rules.self_id,
     )
     return Inbound(message=message, body=body, truncated=truncated, how_addressed="" if from_self else how)
+
+
+def chat_key(kind: ChatKind, ident: int | str, self_id: int | str) -> ChatKey:
+    """The key of a chat heard through the account ``self_id``."""
+    return ChatKey.of(kind, ident, platform=PLATFORM, account=str(self_id))
 
 
 def _capped_mentions(mentions: list[str], self_id: str) -> tuple[str, ...]:
@@ -260,4 +269,6 @@ def convert_poke(event: PokeNotifyEvent, rules: AddressingRules, *, now: float) 
         text=POKE_TEXT,
         mentions=(rules.self_id,),
         addressed=True,
+        platform=PLATFORM,
+        account=rules.self_id,
     )

@@ -34,7 +34,7 @@ from nonebot.adapters.onebot.v11 import MessageEvent, NoticeEvent, PokeNotifyEve
 
 from plugins.greywind.accounts import OWNERS_FILE, ChatOwners
 from plugins.greywind.commands import Command, Usage, is_mute_request, is_unmute_request
-from plugins.greywind.convert import AddressingRules, Inbound, convert_message, convert_poke
+from plugins.greywind.convert import PLATFORM, AddressingRules, Inbound, convert_message, convert_poke
 from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError, DispatcherStatistics, Job
 from plugins.greywind.gateway import (
     EdgeContext,
@@ -59,7 +59,7 @@ from plugins.greywind.outbound import (
 from plugins.greywind.restriction import RestrictionCircuits
 from runtime.commands import FAILED, CommandCall
 from runtime.config import GreyWindConfig
-from runtime.kernel.message import ChatMessage
+from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
 from runtime.ports import StoresInbound
@@ -171,6 +171,7 @@ class Edge:
             edge_status=self.status_text,
             rename=self.rename,
             addressed=self.addressed,
+            chat_bindings=lambda: self.owners.bindings(PLATFORM),
         )
         self.gateway: RuntimeGateway = (factory or current_factory())(self.context)
         self._names = (config.persona.name, *config.persona.aliases)
@@ -255,15 +256,15 @@ class Edge:
         log.warning("bot_disconnected", self_id=self_id)
 
     def _account_for(self, chat_id: str) -> Account | None:
-        """The account that owns ``chat_id``, while it is connected. A chat no account has delivered
-        yet (an admin command aimed at it) goes through the only account, when only one is connected."""
-        owner = self.owners.owner(chat_id)
-        if owner is None:
+        """The account ``chat_id`` names, while it is connected; never another one. An unbound chat
+        (its account unknown) goes through the only account, when only one is connected."""
+        key = ChatKey.parse(chat_id)
+        if not key.bound:
             if len(self._bots) == 1:
                 return Account(*next(iter(self._bots.items())))
             return None
-        bot = self._bots.get(owner)
-        return Account(owner, bot) if bot is not None else None
+        bot = self._bots.get(key.account) if key.platform == PLATFORM else None
+        return Account(key.account, bot) if bot is not None else None
 
     def rename(self, names: tuple[str, ...]) -> None:
         """Address by these names from the next message on (the persona was reloaded)."""
@@ -417,10 +418,7 @@ class Edge:
         if notice is None:
             return
         self._notices += 1
-        owner = self.owners.owner(notice.chat_id)
-        if owner is None or owner == self_id:
-            apply_to_gates(notice, self.gates)
-        # else: another account of ours was banned or removed there; the owner still speaks for the chat
+        apply_to_gates(notice, self.gates)  # the notice's chat is the account's own: others are untouched
         log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id, account=self_id)
         await self._submit(notice.chat_id, partial(self.gateway.on_notice, notice))
 

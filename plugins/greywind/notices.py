@@ -20,8 +20,9 @@ from nonebot.adapters.onebot.v11 import (
     NoticeEvent,
 )
 
+from plugins.greywind.convert import chat_key
 from plugins.greywind.outbound import ChatGates
-from runtime.kernel.message import ChatKind, chat_id_for
+from runtime.kernel.message import ChatKind
 from runtime.ports.notices import BotMuted, BotRemoved, BotUnmuted, Notice, Recalled
 
 __all__ = ["BotMuted", "BotRemoved", "BotUnmuted", "Notice", "Recalled", "apply_to_gates", "interpret_notice"]
@@ -30,23 +31,24 @@ __all__ = ["BotMuted", "BotRemoved", "BotUnmuted", "Notice", "Recalled", "apply_
 def interpret_notice(event: NoticeEvent, self_id: str, *, now: float) -> Notice | None:
     """The notice's meaning for the runtime, or None when it has none."""
     if isinstance(event, GroupRecallNoticeEvent):
-        chat = chat_id_for(ChatKind.GROUP, event.group_id)
+        chat = chat_key(ChatKind.GROUP, event.group_id, self_id).chat_id
         return Recalled(chat, str(event.message_id), str(event.operator_id), now)
     if isinstance(event, FriendRecallNoticeEvent):
-        chat = chat_id_for(ChatKind.PRIVATE, event.user_id)
+        chat = chat_key(ChatKind.PRIVATE, event.user_id, self_id).chat_id
         return Recalled(chat, str(event.message_id), str(event.user_id), now)
     if isinstance(event, GroupBanNoticeEvent):
         # user_id 0 is a whole-group ban (全员禁言): it silences the bot too unless it is an admin,
         # and the edge cannot know that, so it stays quiet.
         if str(event.user_id) not in {self_id, "0"}:
             return None
-        chat = chat_id_for(ChatKind.GROUP, event.group_id)
+        chat = chat_key(ChatKind.GROUP, event.group_id, self_id).chat_id
         if event.sub_type == "lift_ban":
             return BotUnmuted(chat, str(event.operator_id), now)
         until = now + event.duration if event.duration > 0 else None
         return BotMuted(chat, until, str(event.operator_id), str(event.user_id) == "0", now)
     if isinstance(event, GroupDecreaseNoticeEvent) and str(event.user_id) == self_id:
-        return BotRemoved(chat_id_for(ChatKind.GROUP, event.group_id), str(event.operator_id), now)
+        chat = chat_key(ChatKind.GROUP, event.group_id, self_id).chat_id
+        return BotRemoved(chat, str(event.operator_id), now)
     return None
 
 

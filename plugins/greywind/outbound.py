@@ -37,7 +37,7 @@ from plugins.greywind.restriction import (
     RestrictionCircuits,
     is_restriction_like,
 )
-from runtime.kernel.message import ChatKind, parse_chat_id
+from runtime.kernel.message import ChatKey, ChatKind
 from runtime.ports.outbound import GateVerdict, SendResult, SentRecord
 from runtime.quiet import QUIET_IMPOSED, QuietBook
 
@@ -336,7 +336,7 @@ class Outbound:
         parts = split_reply(text, max_chars=self._max_reply_chars, split_at=self._split_at)
         if not parts:
             return self._refuse(chat_id, "empty")
-        if self.shadow_mode and not (admin and chat_id.startswith(f"{ChatKind.PRIVATE.value}:")):
+        if self.shadow_mode and not (admin and ChatKey.parse(chat_id).is_private):
             for index, part in enumerate(parts):
                 self._record(chat_id, part, None, reply_to if index == 0 else None, shadow=True)
             self._shadow_parts += len(parts)
@@ -377,12 +377,12 @@ class Outbound:
         return SendResult(chat_id, True, "sent", tuple(parts), tuple(ids), attempts)
 
     async def _send_one(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
-        kind, ident = parse_chat_id(chat_id)
+        key = ChatKey.parse(chat_id)
         text_segment = {"type": "text", "data": {"text": text}}
-        if kind is ChatKind.GROUP:
-            api, target = "send_group_msg", {"group_id": int(ident)}
+        if key.kind is ChatKind.GROUP:
+            api, target = "send_group_msg", {"group_id": int(key.ident)}
         else:
-            api, target = "send_private_msg", {"user_id": int(ident)}
+            api, target = "send_private_msg", {"user_id": int(key.ident)}
         reason = "failed"
         for attempt in (1, 2):
             # The retry drops the quote: a recalled or expired quoted message is a common cause of failure.

@@ -45,7 +45,9 @@ from runtime.llm.router import ModelRouter
 from runtime.memory.layers import MemoryLayer
 from runtime.ports import EdgeContext, SentRecord
 from runtime.store.backends import open_store
+from runtime.store.errors import StoreError
 from runtime.store.protocol import RestorePolicy, Store
+from runtime.store.rebind import RebindsChats, rebind_known
 from runtime.store.writer import StoreWriter
 
 __all__ = [
@@ -142,6 +144,12 @@ async def _open_storage(core: CoreParts, edge: EdgeContext, lifetime: Lifetime) 
     config = core.config
     store = await open_store(config.store, edge.data_dir)
     lifetime.add_async(store.close, name="store", deadline=STOP_STORE_WAIT)
+    if isinstance(store, RebindsChats):
+        try:
+            # Before anything is restored: chats from before keys named their account get it.
+            await rebind_known(store, edge.data_dir, edge.chat_bindings())
+        except (StoreError, ValueError):
+            log.exception("chats_rebind_failed")  # the unbound chats stay; the next start tries again
     lifetime.add_async(core.router.aclose, name="model_router", deadline=STOP_ROUTER_WAIT)
     writer = StoreWriter.from_config(store, config.store)
     lifetime.start("store_writer", writer.run)

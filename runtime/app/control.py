@@ -93,7 +93,7 @@ class Control:
     async def status(self, chat_id: str | None) -> str:
         rt = self._rt
         now = rt.clock()
-        head = f"灰风在线（{'影子模式：只看不说' if rt.edge.shadow_mode else '正常发言'}）"
+        head = f"{rt.persona.name}在线（{'影子模式：只看不说' if rt.edge.shadow_mode else '正常发言'}）"
         if not rt.model_ready:
             head += "；未配置模型"
         if chat_id is None:

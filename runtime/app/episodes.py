@@ -63,7 +63,7 @@ from runtime.kernel.errors import KernelError
 from runtime.kernel.events import EventState
 from runtime.kernel.ids import IdFactory
 from runtime.kernel.kernel import Kernel
-from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
+from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.kernel.outcomes import Activation, ActivationOutcome, IngestAction, IngestResult
 from runtime.llm.router import ModelRouter
 from runtime.memory.layers import MemoryLayer
@@ -454,8 +454,7 @@ class EpisodeDriver:
         bound = log
         self._counts["episodes"] += 1
         now = rt.clock()
-        kind, _ = parse_chat_id(chat_id)
-        chat = ChatInfo(chat_id, "qq_group" if kind is ChatKind.GROUP else "qq_private")
+        chat = ChatInfo.for_chat(chat_id)
         built, prompt = await rt.context.prepare(
             trigger,
             chat=chat,
@@ -630,7 +629,7 @@ class EpisodeDriver:
 def _asked(episode: Episode, trigger: ChatMessage | None) -> str | None:
     """The group message an answer to the episode quotes: the trigger, or for a resumed episode the
     message that began it (its first heard, said by the user it began for). ``None`` in private chats."""
-    if parse_chat_id(episode.chat_id)[0] is ChatKind.PRIVATE:
+    if ChatKey.parse(episode.chat_id).is_private:
         return None
     if trigger is not None:
         return trigger.message_id

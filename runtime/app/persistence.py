@@ -42,7 +42,7 @@ from runtime.kernel.kernel import Kernel
 from runtime.llm.tokens import LedgerEntry, TokenLedger
 from runtime.memory.injector import MemoryInjector
 from runtime.ports import QuietGates
-from runtime.quiet import QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
+from runtime.quiet import QUIET_FILE, QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
 from runtime.store.errors import StoreError
 from runtime.store.kernel_state import chat_message, event_record, restore_kernel, save_lexicon_changes
 from runtime.store.protocol import RestorePolicy, Store
@@ -58,8 +58,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger("greywind.persistence")
-
-QUIET_FILE = "quiet.json"
 
 
 @dataclass(frozen=True, slots=True)

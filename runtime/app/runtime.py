@@ -43,7 +43,7 @@ from runtime.episodes import WaitingStatistics
 from runtime.extensions.listeners import MessageListeners
 from runtime.extensions.loader import ExtensionLoader
 from runtime.kernel.kernel import Kernel, KernelStatistics
-from runtime.kernel.message import ChatMessage, parse_chat_id
+from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.llm.router import ModelRouter
 from runtime.memory.layers import MemoryLayer
 from runtime.ports import EdgeContext, Notice, Outbound, Recalled, RuntimeControl, SentRecord
@@ -270,11 +270,13 @@ class Runtime:
         if record.shadow or not record.message_id:
             return
         core = self.bot.core
-        kind, ident = parse_chat_id(record.chat_id)
+        key = ChatKey.parse(record.chat_id)
         message = ChatMessage(
             message_id=record.message_id,
-            chat_kind=kind,
-            chat_ident=ident,
+            chat_kind=key.kind,
+            chat_ident=key.ident,
+            platform=key.platform,
+            account=key.account,
             sender_id=SELF_SENDER,
             sender_name=core.persona.name,
             time=record.time,

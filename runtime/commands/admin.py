@@ -10,7 +10,9 @@
     /bind <topic thread> [vision ...]  bind this group to a topic thread, with its vision
     /help
 
-``g<group>`` (or ``group:<id>``) aims a command at another group, so it works from a private chat.
+``g<group>`` (or ``group:<id>``) aims a command at another group heard through the same account as
+the command, so it works from a private chat; a whole chat key (``qq:<account>:group:<id>``) aims it
+at a chat of another account.
 Each handler reaches the :class:`~runtime.ports.control.RuntimeControl` of the call. Parsing never
 raises: a malformed command is a :class:`Usage` value.
 """
@@ -21,7 +23,7 @@ import re
 
 from runtime.commands.registry import CommandRegistry
 from runtime.commands.spec import Command, CommandCall, CommandSpec, Usage
-from runtime.kernel.message import ChatKind
+from runtime.kernel.message import ChatKey
 
 __all__ = ["ADMIN_COMMANDS", "admin_registry", "parse_duration"]
 
@@ -56,7 +58,7 @@ def parse_duration(text: str) -> float | None:
 
 def _status(rest: list[str], target: str, origin: str) -> Command:
     # From a private chat without a target: the whole bot, not that private chat.
-    whole = target == origin and origin.startswith(f"{ChatKind.PRIVATE.value}:")
+    whole = target == origin and ChatKey.parse(origin).is_private
     return Command("status", "" if whole else target)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 import structlog
 
 from runtime.commands.spec import Command, CommandCall, CommandSpec, Usage
-from runtime.kernel.message import ChatKind, chat_id_for
+from runtime.kernel.message import ChatKey, ChatKind
 
 __all__ = ["FAILED", "CommandRegistry", "DuplicateCommandError"]
 
@@ -94,8 +94,11 @@ class CommandRegistry:
         rest = words[1:]
         target = chat_id
         if rest and (match := _TARGET.fullmatch(rest[0])) is not None:
-            target = chat_id_for(ChatKind.GROUP, match.group(1))
+            # Another group heard through the same account as the command itself.
+            target = ChatKey.parse(chat_id).sibling(ChatKind.GROUP, match.group(1)).chat_id
             rest = rest[1:]
+        elif rest and (named := _bound_key(rest[0])) is not None:
+            target, rest = named, rest[1:]  # a whole chat key: a chat of another account
         if spec.parse is None:
             return Command(spec.name, target, tuple(rest))
         return spec.parse(rest, target, chat_id)
@@ -123,3 +126,12 @@ class CommandRegistry:
             return spec
         head = name.split("_", 1)[0]
         return self._specs.get(head)
+
+
+def _bound_key(word: str) -> str | None:
+    """``word`` as a whole bound chat key (``qq:<account>:group:<id>``), else None."""
+    try:
+        key = ChatKey.parse(word)
+    except ValueError:
+        return None
+    return key.chat_id if key.bound else None

@@ -43,7 +43,7 @@ from runtime.context.resolver import Resolution, ThreadResolver
 from runtime.context.retrieval import RetrievalEngine, RetrievalQuery
 from runtime.context.sessions import SessionManager, interruption_lines
 from runtime.context.tasks import task_lines
-from runtime.kernel.message import ChatMessage
+from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.store.records import Session, StoredMessage, TopicThread
 from runtime.store.roles import ConversationRows, MemoryLayerRows
 
@@ -78,12 +78,19 @@ class BuildReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ChatInfo:
-    """The chat surface: seed 000's ``screen_context`` for a QQ bot."""
+    """The chat surface: seed 000's ``screen_context``."""
 
     chat_id: str
     surface: str
     name: str = ""
     activity: str | None = None
+
+    @classmethod
+    def for_chat(cls, chat_id: str) -> ChatInfo:
+        """The surface a chat key names: ``<platform>_<kind>`` (``qq_group``), or the bare kind for an
+        unbound chat."""
+        key = ChatKey.parse(chat_id)
+        return cls(chat_id, f"{key.platform}_{key.kind}" if key.platform else key.kind.value)
 
     def screen(self) -> ScreenContext:
         return ScreenContext(

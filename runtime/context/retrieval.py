@@ -36,6 +36,7 @@ import structlog
 from runtime.context._gather import gather
 from runtime.context.lexical import by_rarity, lexical_score, query_terms
 from runtime.context.packet import RetrievedSlot
+from runtime.kernel.message import ChatKey
 from runtime.store.records import Memory, ScopeType, StoredMessage
 from runtime.store.roles import MemoryScope, RecallRows
 
@@ -92,6 +93,8 @@ class RetrievalSettings:
     # Messages of *other* conversations younger than this are left out: a conversation going on beside
     # this one is not "history", and two conversations in one group must not leak into each other.
     fresh_window: float = 1_800.0
+    # The persona's name: the bot's own past messages are labelled "<name>自己".
+    self_name: str = ""
 
     def __post_init__(self) -> None:
         if not 2 <= self.max_items <= 5:
@@ -114,9 +117,17 @@ def memory_scopes(
     if topic_thread_id is not None:
         scopes.append((ScopeType.THREAD, topic_thread_id))
     scopes.extend((ScopeType.TASK, task_id) for task_id in task_ids)
-    if sender_id is not None and chat_id == f"private:{sender_id}":
+    if sender_id is not None and _private_with(chat_id, sender_id):
         scopes.append((ScopeType.USER, sender_id))
     return tuple(scopes)
+
+
+def _private_with(chat_id: str, user_id: str) -> bool:
+    try:
+        key = ChatKey.parse(chat_id)
+    except ValueError:
+        return False
+    return key.is_private and key.ident == user_id
 
 
 @dataclass(slots=True)
@@ -289,7 +300,11 @@ class RetrievalEngine:
                 query.topic_thread_id is not None and message.topic_thread_id == query.topic_thread_id
             )
             confidence = 0.25 + 0.5 * _coverage(searched, words) + (0.1 if same_topic else 0.0)
-            speaker = "灰风自己" if message.from_self else (message.sender_name or message.sender_id)
+            speaker = (
+                f"{self._settings.self_name}自己"
+                if message.from_self
+                else (message.sender_name or message.sender_id)
+            )
             reason = f"{'本线程' if same_topic else '本群'}的历史消息，含“{'、'.join(sorted(words))}”"
             offer(
                 RetrievedSlot(

@@ -150,6 +150,7 @@ def context_runtime(
             max_items=ctx.retrieved_max,
             min_confidence=ctx.retrieved_min_confidence,
             embedding_model=embedding_model,
+            self_name=config.persona.name,
         ),
         embedder=embedder,
     )

@@ -27,16 +27,16 @@ INJECTION_LOG_FILE = "injection-log.json"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_NAME = 80
-_CHAT_ID = re.compile(r"(?:group|private):[0-9]{1,20}")
-_CHAT_DIR = re.compile(r"(?:group|private)_[0-9]{1,20}")  # reserved for chat ids
+_CHAT_ID = re.compile(r"(?:[a-z][a-z0-9]{0,15}:[0-9]{1,20}:)?(?:group|private):[0-9]{1,20}")
+_CHAT_DIR = re.compile(r"(?:[a-z][a-z0-9]{0,15}_[0-9]{1,20}_)?(?:group|private)_[0-9]{1,20}")  # chat ids' own
 
 
 def safe_name(conversation: str) -> str:
-    """A directory name for a conversation key: ``group:123`` → ``group_123``.
+    """A directory name for a conversation key: ``qq:10001:group:123`` → ``qq_10001_group_123``.
 
-    Chat ids (``group:<digits>``, ``private:<digits>``) map one to one by turning ``:`` into ``_``;
-    any other key that needs more changes (or is too long, or would be ``.``/``..``) gets a short hash
-    of the original appended, so two keys never share a directory.
+    Chat ids (``group:<digits>``, ``private:<digits>``, bound or not) map one to one by turning ``:``
+    into ``_``; any other key that needs more changes (or is too long, or would be ``.``/``..``) gets a
+    short hash of the original appended, so two keys never share a directory.
     """
     if _CHAT_ID.fullmatch(conversation):
         return conversation.replace(":", "_")

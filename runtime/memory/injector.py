@@ -1,9 +1,10 @@
 """MemoryInjector: seed 001 ④'s compress → inject → refresh, one rolling summary per conversation.
 
-A *conversation* is a chat (``group:<id>`` / ``private:<id>``): the summary is the chat's long memory,
-read by the ContextBuilder through the ``SummaryProvider`` seam as ``summary(chat_id, topic_thread_id)``
-(the same key ``runtime.context.builder.StoreSummaries`` reads). Topic threads keep their own memory in
-the Context Runtime (thread summary, tasks, handoffs); they are not split out of the chat summary.
+A *conversation* is a chat (``qq:<account>:group:<id>`` / ``...:private:<id>``): the summary is the
+chat's long memory, read by the ContextBuilder through the ``SummaryProvider`` seam as
+``summary(chat_id, topic_thread_id)`` (the same key ``runtime.context.builder.StoreSummaries`` reads).
+Topic threads keep their own memory in the Context Runtime (thread summary, tasks, handoffs); they are
+not split out of the chat summary.
 
 Flow::
 

@@ -26,7 +26,7 @@ import anyio
 import structlog
 
 from runtime.context.packet import UserProfileSlot
-from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
+from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.memory.summary import SummaryBody
 from runtime.store.records import StoredMessage, UserProfile
 from runtime.store.roles import MemoryLayerRows
@@ -170,11 +170,11 @@ class UserProfiles:
     @staticmethod
     def _owner(conversation: str, messages: Sequence[StoredMessage]) -> str | None:
         try:
-            kind, ident = parse_chat_id(conversation)
+            key = ChatKey.parse(conversation)
         except ValueError:
-            kind, ident = None, ""
-        if kind is ChatKind.PRIVATE and ident:
-            return ident
+            key = None
+        if key is not None and key.is_private:
+            return key.ident
         speakers = {m.sender_id for m in messages if not m.from_self and m.sender_id}
         return next(iter(speakers)) if len(speakers) == 1 else None
 

@@ -18,7 +18,7 @@ handed over as committed, and a replay skips nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -53,6 +53,8 @@ class EdgeContext:
     rename: Callable[[tuple[str, ...]], None] = field(default=lambda names: None)
     # Forced episodes mark themselves here until they reach the model; chatter yields meanwhile.
     addressed: AddressedWork = field(default_factory=AddressedWork)
+    # Chats recorded before chat keys named their account: unbound id -> bound id, rebound at start.
+    chat_bindings: Callable[[], Mapping[str, str]] = field(default=dict)
 
 
 class RuntimeGateway(Protocol):

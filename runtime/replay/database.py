@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runtime.config.store import StoreConfig
-from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
+from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.replay import ReplayInputError
 from runtime.replay.addressing import Addressing, truncate_text
 from runtime.replay.engine import platform_id
@@ -69,14 +69,14 @@ def convert_stored(
     bot_messages: set[tuple[str, str]] = set()
     for row in stored:
         try:
-            kind, ident = parse_chat_id(row.chat_id)
+            key = ChatKey.parse(row.chat_id)
         except ValueError:
             skipped.append(f"message {row.message_id}: unknown chat id {row.chat_id!r}")
             continue
         from_self = row.from_self or row.sender_id == addressing.self_id
         if from_self:
             bot_messages.add((row.chat_id, row.message_id))
-        private = kind is ChatKind.PRIVATE
+        private = key.is_private
         how = ""
         if not from_self:
             how = addressing.how(
@@ -89,8 +89,10 @@ def convert_stored(
                 how = "edge"
         message = ChatMessage(
             message_id=row.message_id,
-            chat_kind=kind,
-            chat_ident=ident,
+            chat_kind=key.kind,
+            chat_ident=key.ident,
+            platform=key.platform,
+            account=key.account,
             sender_id=row.sender_id,
             sender_name=row.sender_name,
             time=row.time,
@@ -100,6 +102,6 @@ def convert_stored(
             addressed=bool(how),
             from_self=from_self,
         )
-        group = None if private else platform_id(ident)
+        group = None if private else platform_id(key.ident)
         out.append(SourceMessage(message, platform_id(row.message_id), group, None, how))
     return out, skipped

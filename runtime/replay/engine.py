@@ -31,7 +31,7 @@ from runtime.kernel.clock import ManualClock
 from runtime.kernel.deliberation import Recheck
 from runtime.kernel.events import BotEvent, EventState
 from runtime.kernel.kernel import Activation, IngestAction, IngestResult, Kernel, KernelStatistics
-from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
+from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.kernel.settings import KernelSettings
 from runtime.replay import ReplayStuck
 from runtime.replay.reader import SourceMessage
@@ -66,8 +66,8 @@ def platform_id(ident: str) -> int | str:
 
 def group_ref(chat_id: str) -> int | str | None:
     """The ``group_id`` of an output line: the group's id, or None for a private chat."""
-    kind, ident = parse_chat_id(chat_id)
-    return None if kind is ChatKind.PRIVATE else platform_id(ident)
+    key = ChatKey.parse(chat_id)
+    return None if key.is_private else platform_id(key.ident)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,12 +254,14 @@ class ReplayEngine:
         if check.verdict is Recheck.SKIP:
             return [self._line(now, deliberation.event, Outcome.BUDGET_BLOCKED, check.reason)]
         event = deliberation.event
-        kind, ident = parse_chat_id(event.chat_id)
+        key = ChatKey.parse(event.chat_id)
         trigger = event.evidence_message_ids[0] if event.evidence_message_ids else None
         reply = ChatMessage(
             message_id=f"replay-{event.id}",
-            chat_kind=kind,
-            chat_ident=ident,
+            chat_kind=key.kind,
+            chat_ident=key.ident,
+            platform=key.platform,
+            account=key.account,
             sender_id=self._self_id,
             sender_name=self._self_name,
             time=now,

@@ -23,7 +23,7 @@ from runtime.context.builder import BuildReason, ChatInfo
 from runtime.context.setup import ContextRuntime, context_runtime
 from runtime.episodes.control_tools import CONTROL_TOOLS
 from runtime.kernel.ids import counter_ids
-from runtime.kernel.message import ChatMessage, parse_chat_id
+from runtime.kernel.message import ChatMessage
 from runtime.llm.tokens import TokenEstimator
 from runtime.replay.engine import ActivationLine
 from runtime.store.backends import open_store
@@ -93,7 +93,7 @@ class PacketAssembler:
         """Build the packet for a ``would_speak``; its estimated prompt tokens."""
         await self._flush()
         event = line.event
-        chat = ChatInfo(event.chat_id, parse_chat_id(event.chat_id)[0].value)
+        chat = ChatInfo.for_chat(event.chat_id)
         built, prompt = await self._runtime.prepare(
             trigger,
             chat=chat,

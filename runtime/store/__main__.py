@@ -10,6 +10,12 @@ directory stands for the database in it.
 It is the SQLite backend's tool, whatever ``[store] backend`` says: it opens a database file by its
 path and reads what only that backend has (schema version, tables, online backup), so it uses
 ``SqliteStore`` itself rather than a backend by name.
+
+``python -m runtime.store rebind --account <self_id> [--platform qq] [PATH]`` binds every chat the
+data directory holds without its account (``group:123``, written before chat keys named the account)
+to that account: the database and the state files beside it (:mod:`runtime.store.rebind`). The bot
+does this by itself at start for the chats whose account it recorded; this is for the rest. Stop the
+bot first: a rebind while it runs would race its writes.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 
 from runtime.store.errors import StoreError
 from runtime.store.paths import data_dir_from_env
+from runtime.store.rebind import bind_all
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 
 
@@ -38,19 +45,64 @@ async def _report(path: Path, backup: Path | None) -> None:
         await store.close()
 
 
+async def _rebind(path: Path, platform: str, account: str) -> None:
+    store = await SqliteStore.open(path)
+    try:
+        report = await bind_all(store, path.parent, platform=platform, account=account)
+        print(f"database:        {store.path}")
+        print(f"chats rebound:   {report.chats} to {platform}:{account}")
+        for name, count in sorted(report.rows.items()):
+            print(f"  {name:<32} {count:>10,}")
+        for name, count in sorted(report.kept.items()):
+            print(f"  kept unbound (a bound twin exists): {name} {count:,}")
+    finally:
+        await store.close()
+
+
+def _existing_database(given: Path | None) -> Path | None:
+    """The database file meant (a data directory stands for the one in it), or None, said on stderr,
+    when there is none: a mistyped path must not leave a new empty database behind."""
+    path = given or data_dir_from_env() / DB_FILENAME
+    if path.is_dir():
+        path = path / DB_FILENAME
+    if not path.is_file():
+        print(f"error: no database at {path} (the bot's is {DB_FILENAME} in its data dir)", file=sys.stderr)
+        return None
+    return path
+
+
+def rebind_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m runtime.store rebind", description="bind every unbound chat to one account"
+    )
+    parser.add_argument("path", nargs="?", type=Path, help="database file (default: the data dir's)")
+    parser.add_argument("--account", required=True, help="the account (self_id) the chats were heard through")
+    parser.add_argument("--platform", default="qq", help="the platform of that account (default: qq)")
+    args = parser.parse_args(argv)
+    path = _existing_database(args.path)
+    if path is None:
+        return 1
+    try:
+        asyncio.run(_rebind(path, args.platform, args.account))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["rebind"]:
+        return rebind_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m runtime.store", description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, help="database file (default: the data dir's)")
     parser.add_argument("--backup", type=Path, help="also write a consistent copy to this new file")
     args = parser.parse_args(argv)
-    path = args.path or data_dir_from_env() / DB_FILENAME
-    if path.is_dir():
-        path = path / DB_FILENAME
-    if not path.is_file():
-        print(
-            f"error: no database at {path} (the bot's is {DB_FILENAME} in its data directory)",
-            file=sys.stderr,
-        )
+    path = _existing_database(args.path)
+    if path is None:
         return 1
     try:
         asyncio.run(_report(path, args.backup))

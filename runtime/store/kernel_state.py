@@ -22,7 +22,7 @@ from runtime.kernel.lexicon.terms import (
     LexiconScope,
     TermStatus,
 )
-from runtime.kernel.message import ChatKind, ChatMessage, parse_chat_id
+from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.kernel.threads import RestoredMessage
 from runtime.store.records import EventRecord, LexiconTermRecord, RuntimeState, SpeechRecord, StoredMessage
 
@@ -123,18 +123,20 @@ def speech_pairs(speeches: Mapping[str, Sequence[SpeechRecord]]) -> dict[str, li
 
 def chat_message(stored: StoredMessage) -> ChatMessage:
     """The kernel's message back from a stored one (a private message always addressed the bot)."""
-    kind, ident = parse_chat_id(stored.chat_id)
+    key = ChatKey.parse(stored.chat_id)
     return ChatMessage(
         message_id=stored.message_id,
-        chat_kind=kind,
-        chat_ident=ident,
+        chat_kind=key.kind,
+        chat_ident=key.ident,
+        platform=key.platform,
+        account=key.account,
         sender_id=stored.sender_id,
         sender_name=stored.sender_name,
         time=stored.time,
         text=stored.text,
         mentions=stored.mentions,
         reply_to=stored.reply_to,
-        addressed=stored.addressed or kind is ChatKind.PRIVATE,
+        addressed=stored.addressed or key.is_private,
         from_self=stored.from_self,
     )
 

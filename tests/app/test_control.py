@@ -99,3 +99,12 @@ async def test_learning_runs_off_the_message_path_and_grows_the_chat_s_lexicon(
         assert learned == 12
         assert "组局" in await h.runtime.control.lexicon_list("group:500")
         assert "组局" not in await h.runtime.control.lexicon_list("group:600")
+
+
+async def test_the_status_names_the_configured_persona(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    async with running(make_config(openai_server, persona={"name": "小岚"}), data_dir) as h:
+        status = await h.runtime.control.status(None)
+    assert status.startswith("小岚在线（正常发言）")
+    assert "灰风" not in status

@@ -140,6 +140,13 @@ async def test_messages_are_searched_in_this_chat_only_and_dialogue_is_not_repea
 
 
 @pytest.mark.asyncio
+async def test_the_bots_own_messages_are_labelled_with_the_personas_name(store: Store) -> None:
+    await store.append_messages([StoredMessage(G1, "m", "self", "self", 1.0, "我推荐去香山", from_self=True)])
+    found = await engine(store, self_name="小岚").retrieve(RetrievalQuery(G1, "香山"))
+    assert [r.content for r in found] == ["小岚自己: 我推荐去香山"]
+
+
+@pytest.mark.asyncio
 async def test_task_conclusions_are_retrievable(store: Store) -> None:
     await store.upsert_task(
         Task(

@@ -83,9 +83,9 @@ async def test_starts_without_a_model_says_what_to_set_and_sends_nothing(shadow_
         (seen_mention,) = await shadow_bot.await_log("addressed", logged_message(mention))
         (seen_private,) = await shadow_bot.await_log("addressed", logged_message(private))
         assert seen_mention["how"] == "mention"
-        assert seen_mention["chat_id"] == f"group:{group}"
+        assert seen_mention["chat_id"] == f"qq:{SELF_ID}:group:{group}"
         assert seen_private["how"] == "private"
-        assert seen_private["chat_id"] == "private:42"
+        assert seen_private["chat_id"] == f"qq:{SELF_ID}:private:42"
         assert peer.sends() == [], "shadow mode must not send"
     assert shadow_bot.data_dir.is_dir()
 
@@ -182,7 +182,7 @@ async def test_what_the_bot_sends_is_logged_and_nonebots_matcher_lines_are_not(m
 
 async def test_notices_ban_lift_poke_and_recall(model_bot: BotProcess) -> None:
     group = 776_001
-    to_group = f"group:{group}"
+    to_group = f"qq:{SELF_ID}:group:{group}"
 
     def in_group(call: object) -> bool:
         return getattr(call, "params", {}).get("group_id") == group

@@ -1,4 +1,4 @@
-"""Chat owners: which account a chat's sends go through, learned from events and kept across restarts."""
+"""Accounts: a chat's sends go through the account its key names; the record of chats each account heard."""
 
 from __future__ import annotations
 
@@ -45,8 +45,25 @@ async def _deliver(edge, self_id: int, group: int) -> None:  # type: ignore[no-u
     await edge.handle_message(await as_adapter_delivers(payload))
 
 
+def test_the_chats_recorded_before_keys_named_their_account_bind_to_it(tmp_path: Path) -> None:
+    path = tmp_path / OWNERS_FILE
+    path.write_text(
+        '{"chat": "group:1", "account": "10000"}\n{"chat": "private:7", "account": "10001"}\n'
+        '{"chat": "qq:10000:group:2", "account": "10000"}\n{"chat": "channel:9", "account": "10000"}\n',
+        encoding="utf-8",
+    )
+    owners = ChatOwners(path)
+    assert owners.bindings("qq") == {"group:1": "qq:10000:group:1", "private:7": "qq:10001:private:7"}
+    owners.claim("qq:10000:group:1", "10000")  # heard again since, under its key: still one chat
+    assert owners.chats_per_account() == {"10000": 3, "10001": 1}
+
+
+def _key(account: int, group: int) -> str:
+    return f"qq:{account}:group:{group}"
+
+
 @pytest.mark.anyio
-async def test_each_chat_is_sent_through_its_own_account_and_waits_for_it(tmp_path: Path) -> None:
+async def test_each_chat_is_sent_through_the_account_its_key_names_and_waits_for_it(tmp_path: Path) -> None:
     edge = build_edge(tmp_path)
     bot_a, bot_b = FakeBot(), FakeBot()
     edge.bot_connected(str(A), bot_a)
@@ -55,31 +72,34 @@ async def test_each_chat_is_sent_through_its_own_account_and_waits_for_it(tmp_pa
     try:
         await _deliver(edge, A, 1001)
         await _deliver(edge, B, 1002)
-        await _deliver(edge, A, 1002)  # the second account in the same group: the first keeps it
-        assert (await edge.outbound.send("group:1001", "to a")).sent
-        assert (await edge.outbound.send("group:1002", "to b")).sent
-        assert bot_a.texts() == ["to a"]
+        await _deliver(edge, A, 1002)  # the second account in the same group: a chat of its own
+        assert (await edge.outbound.send(_key(A, 1001), "to a")).sent
+        assert (await edge.outbound.send(_key(B, 1002), "to b")).sent
+        assert (await edge.outbound.send(_key(A, 1002), "a in b's group")).sent
+        assert bot_a.texts() == ["to a", "a in b's group"]
         assert bot_b.texts() == ["to b"]
 
         edge.bot_disconnected(str(B))
-        result = await edge.outbound.send("group:1002", "waits for b")
+        result = await edge.outbound.send(_key(B, 1002), "waits for b")
         assert result.reason == "no_connection"
-        assert bot_a.texts() == ["to a"]  # never borrowed
-        assert (await edge.outbound.send("group:1001", "a still sends")).sent
-        # A chat no account has delivered yet: through the only account connected, else nowhere.
+        assert bot_a.texts() == ["to a", "a in b's group"]  # never borrowed
+        assert (await edge.outbound.send(_key(A, 1001), "a still sends")).sent
+        assert (await edge.outbound.send(f"xx:{A}:group:1001", "another platform")).reason == "no_connection"
+        # An unbound chat (its account unknown): through the only account connected, else nowhere.
         assert (await edge.outbound.send("group:1003", "only a")).sent
         edge.bot_connected(str(B), bot_b)
         assert (await edge.outbound.send("group:1004", "ambiguous")).reason == "no_connection"
+        assert "10000（2 个聊天）" in edge.status_text()
         assert "10001（1 个聊天）" in edge.status_text()
     finally:
         await edge.stop()
 
     restarted = build_edge(tmp_path)
-    assert restarted.owners.owner("group:1002") == str(B)
+    assert restarted.owners.chats_per_account() == {str(A): 2, str(B): 1}
 
 
 @pytest.mark.anyio
-async def test_a_ban_of_another_account_in_a_chat_does_not_silence_its_owner(tmp_path: Path) -> None:
+async def test_a_ban_of_one_account_in_a_group_does_not_silence_the_other(tmp_path: Path) -> None:
     edge = build_edge(tmp_path)
     bot_a, bot_b = FakeBot(), FakeBot()
     edge.bot_connected(str(A), bot_a)
@@ -90,9 +110,10 @@ async def test_a_ban_of_another_account_in_a_chat_does_not_silence_its_owner(tmp
         await _deliver(edge, B, 1001)
         ban_b = ob.group_ban(self_id=B, group_id=1001, user_id=B, duration=600)
         await edge.handle_notice(parse(ban_b))  # type: ignore[arg-type]
-        assert edge.outbound.gate("group:1001").open
+        assert edge.outbound.gate(_key(A, 1001)).open
+        assert edge.outbound.gate(_key(B, 1001)).reason == "muted"
         ban_a = ob.group_ban(self_id=A, group_id=1001, user_id=A, duration=600)
         await edge.handle_notice(parse(ban_a))  # type: ignore[arg-type]
-        assert edge.outbound.gate("group:1001").reason == "muted"
+        assert edge.outbound.gate(_key(A, 1001)).reason == "muted"
     finally:
         await edge.stop()

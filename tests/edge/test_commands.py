@@ -74,6 +74,19 @@ def test_status_from_private_chat_is_about_the_whole_bot() -> None:
     assert parse_command("/status g123456", chat_id="private:42") == Command("status", GROUP)
 
 
+def test_a_target_group_is_heard_through_the_commands_own_account() -> None:
+    here = "qq:10001:private:42"
+    assert parse_command("/status g123456", chat_id=here) == Command("status", "qq:10001:group:123456")
+    assert parse_command("/mute group:123456 2h", chat_id="qq:10001:group:7") == Command(
+        "mute", "qq:10001:group:123456", seconds=7200.0
+    )
+    # Another account's chat is named by its whole key.
+    assert parse_command("/unmute qq:10000:group:123456", chat_id=here) == Command(
+        "unmute", "qq:10000:group:123456"
+    )
+    assert parse_command("/status", chat_id=here) == Command("status", "")
+
+
 def test_other_prefixes() -> None:
     assert parse_command("#status", chat_id=GROUP, prefix="#") == Command("status", GROUP)
     assert parse_command("/status", chat_id=GROUP, prefix="#") is None

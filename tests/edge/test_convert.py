@@ -23,7 +23,7 @@ async def test_plain_group_chatter_is_not_addressed() -> None:
     event = await as_adapter_delivers(group([ob.text("今天食堂的饭不错")], message_id=7))
     inbound = convert_message(event, RULES, now=NOW)
     msg = inbound.message
-    assert msg.chat_id == f"group:{GROUP}"
+    assert msg.chat_id == f"qq:{SELF_ID}:group:{GROUP}"
     assert msg.message_id == "7"
     assert msg.text == "今天食堂的饭不错"
     assert msg.sender_id == "42"
@@ -155,7 +155,7 @@ async def test_private_messages_are_always_addressed() -> None:
     payload = ob.private_message(self_id=SELF_ID, user_id=42, message=[ob.text("随便聊聊")])
     msg = convert_message(await as_adapter_delivers(payload), RULES, now=NOW).message
     assert msg.chat_kind is ChatKind.PRIVATE
-    assert msg.chat_id == "private:42"
+    assert msg.chat_id == f"qq:{SELF_ID}:private:42"
     assert msg.addressed
 
 
@@ -204,7 +204,7 @@ def test_poke_of_the_bot_is_an_addressed_message_and_other_pokes_are_ignored() -
     msg = convert_poke(mine, RULES, now=NOW)
     assert msg is not None
     assert msg.addressed
-    assert msg.chat_id == f"group:{GROUP}"
+    assert msg.chat_id == f"qq:{SELF_ID}:group:{GROUP}"
     assert msg.text == "[戳一戳]"
     assert convert_poke(theirs, RULES, now=NOW) is None
 
@@ -214,7 +214,7 @@ def test_private_poke_lands_in_the_private_chat() -> None:
     assert isinstance(event, PokeNotifyEvent)
     msg = convert_poke(event, RULES, now=NOW)
     assert msg is not None
-    assert msg.chat_id == "private:42"
+    assert msg.chat_id == f"qq:{SELF_ID}:private:42"
 
 
 def test_longest_name_wins() -> None:

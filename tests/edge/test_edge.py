@@ -102,8 +102,12 @@ async def test_messages_reach_the_runtime_in_order_per_chat(
         await say(edge, 42, [ob.text(f"a{n}")], group=1001)
         await say(edge, 43, [ob.text(f"b{n}")], group=1002)
     await settle(edge)
-    assert [m.text for m in gateway.messages if m.chat_id == "group:1001"] == [f"a{n}" for n in range(20)]
-    assert [m.text for m in gateway.messages if m.chat_id == "group:1002"] == [f"b{n}" for n in range(20)]
+    assert [m.text for m in gateway.messages if m.chat_id == f"qq:{SELF_ID}:group:1001"] == [
+        f"a{n}" for n in range(20)
+    ]
+    assert [m.text for m in gateway.messages if m.chat_id == f"qq:{SELF_ID}:group:1002"] == [
+        f"b{n}" for n in range(20)
+    ]
     assert gateway.started
 
 
@@ -140,7 +144,7 @@ async def test_mute_word_opens_a_quiet_period_and_the_phrase_lifts_it(
     running: tuple[Edge, RecordingGateway, FakeBot],
 ) -> None:
     edge, gateway, bot = running
-    chat = f"group:{GROUP}"
+    chat = f"qq:{SELF_ID}:group:{GROUP}"
     await say(edge, 42, [ob.at(SELF_ID), ob.text(" 闭嘴")])
     await settle(edge)
     assert gateway.messages[-1].text.endswith("闭嘴")
@@ -148,7 +152,7 @@ async def test_mute_word_opens_a_quiet_period_and_the_phrase_lifts_it(
     assert (await edge.outbound.send(chat, "我还想说")).reason == "quiet"
     # Chatter that merely contains the word, not addressed, changes nothing elsewhere.
     await say(edge, 43, [ob.text("闭嘴")], group=GROUP + 1)
-    assert edge.outbound.gate(f"group:{GROUP + 1}").open
+    assert edge.outbound.gate(f"qq:{SELF_ID}:group:{GROUP + 1}").open
     await say(edge, 42, [ob.text("灰风说话")])
     await settle(edge)
     assert edge.outbound.gate(chat).open
@@ -161,7 +165,7 @@ async def test_admin_mute_and_unmute_commands_close_and_open_the_gate(
     running: tuple[Edge, RecordingGateway, FakeBot],
 ) -> None:
     edge, _, bot = running
-    chat = f"group:{GROUP}"
+    chat = f"qq:{SELF_ID}:group:{GROUP}"
     await say(edge, ADMIN, [ob.text("/mute 10m")])
     await settle(edge)
     verdict = edge.outbound.gate(chat)
@@ -183,7 +187,7 @@ async def test_a_ban_notice_stops_sends_and_reaches_the_runtime(
     await edge.handle_notice(event)
     await settle(edge)
     assert isinstance(gateway.notices[0], BotMuted)
-    assert (await edge.outbound.send(f"group:{GROUP}", "hello")).reason == "muted"
+    assert (await edge.outbound.send(f"qq:{SELF_ID}:group:{GROUP}", "hello")).reason == "muted"
     assert bot.calls == []
 
 
@@ -235,7 +239,7 @@ async def test_without_a_model_the_edge_runs_in_shadow_mode(tmp_path: Path) -> N
     edge.bot_connected(str(SELF_ID), bot)
     await edge.start()
     try:
-        result = await edge.outbound.send(f"group:{GROUP}", "我不该说出口")
+        result = await edge.outbound.send(f"qq:{SELF_ID}:group:{GROUP}", "我不该说出口")
     finally:
         await edge.stop()
     assert result.reason == "shadow"
@@ -271,7 +275,7 @@ async def test_the_default_gateway_logs_and_answers_nothing(tmp_path: Path) -> N
     await edge.stop()
     assert edge.gateway.statistics().addressed == 1
     assert bot.calls == []
-    assert "未接入" in await edge.gateway.control.why(f"group:{GROUP}", None)
+    assert "未接入" in await edge.gateway.control.why(f"qq:{SELF_ID}:group:{GROUP}", None)
 
 
 @pytest.mark.anyio

@@ -110,7 +110,7 @@ async def test_replay_skips_what_is_stored_and_holds_young_addressed_messages_fo
     edge = build(tmp_path)
     gateway = edge.gateway
     assert isinstance(gateway, StoringGateway)
-    gateway.stored.add(("group:502", "1", "7", "已经入库的"))
+    gateway.stored.add((f"qq:{SELF_ID}:group:502", "1", "7", "已经入库的"))
     await edge.start()
     try:
         await edge.dispatcher.wait_idle()

@@ -29,12 +29,12 @@ def test_group_recall_names_the_message() -> None:
     notice = interpret(
         ob.group_recall(self_id=SELF_ID, group_id=GROUP, user_id=42, message_id=77, operator_id=1)
     )
-    assert notice == Recalled(f"group:{GROUP}", "77", "1", NOW)
+    assert notice == Recalled(f"qq:{SELF_ID}:group:{GROUP}", "77", "1", NOW)
 
 
 def test_friend_recall_lands_in_the_private_chat() -> None:
     payload = ob.notice("friend_recall", self_id=SELF_ID, user_id=42, message_id=78)
-    assert interpret(payload) == Recalled("private:42", "78", "42", NOW)
+    assert interpret(payload) == Recalled(f"qq:{SELF_ID}:private:42", "78", "42", NOW)
 
 
 def test_a_ban_of_the_bot_closes_the_group_for_its_duration() -> None:
@@ -43,8 +43,8 @@ def test_a_ban_of_the_bot_closes_the_group_for_its_duration() -> None:
     assert notice.until == NOW + 600
     gates = ChatGates()
     apply_to_gates(notice, gates)
-    assert gates.verdict(f"group:{GROUP}", NOW + 599).reason == "muted"
-    assert gates.verdict(f"group:{GROUP}", NOW + 600).open
+    assert gates.verdict(f"qq:{SELF_ID}:group:{GROUP}", NOW + 599).reason == "muted"
+    assert gates.verdict(f"qq:{SELF_ID}:group:{GROUP}", NOW + 600).open
 
 
 def test_lifting_the_ban_opens_the_group() -> None:
@@ -55,7 +55,7 @@ def test_lifting_the_ban_opens_the_group() -> None:
     assert isinstance(lifted, BotUnmuted)
     apply_to_gates(banned, gates)
     apply_to_gates(lifted, gates)
-    assert gates.verdict(f"group:{GROUP}", NOW).open
+    assert gates.verdict(f"qq:{SELF_ID}:group:{GROUP}", NOW).open
 
 
 def test_a_whole_group_ban_silences_the_bot_until_lifted() -> None:
@@ -77,7 +77,7 @@ def test_the_bot_kicked_keeps_the_group_closed() -> None:
     assert isinstance(notice, BotRemoved)
     gates = ChatGates()
     apply_to_gates(notice, gates)
-    assert gates.verdict(f"group:{GROUP}", 10**12).reason == "muted"
+    assert gates.verdict(f"qq:{SELF_ID}:group:{GROUP}", 10**12).reason == "muted"
 
 
 def test_unrelated_notices_are_none() -> None:

@@ -88,7 +88,7 @@ async def test_a_mute_word_opens_a_quiet_period_that_holds_even_for_mentions(
         assert openai_server.chat_requests == []  # nothing deliberated while it could not be said
         clock.advance(5)
         await deliver(edge, group(clock, ADMIN, ob.text("/unmute")))
-        assert bot.texts() == [f"group:{GROUP} 已解除安静。"]
+        assert bot.texts() == [f"qq:{SELF}:group:{GROUP} 已解除安静。"]
         clock.advance(5)
         await deliver(edge, group(clock, MEMBER, ob.at(SELF), ob.text(" 现在呢")))
         assert bot.texts()[-1] == "我在"
@@ -109,7 +109,7 @@ async def test_why_and_status_answer_superusers(openai_server: ScriptedOpenAISer
         assert "recorded" in why
         await deliver(edge, group(clock, ADMIN, ob.text("/status")))
         status = bot.texts()[-1]
-        assert f"group:{GROUP}" in status
+        assert f"qq:{SELF}:group:{GROUP}" in status
         assert "今日 token" in status
 
 

@@ -78,7 +78,7 @@ async def _flood(
                 message=[ob.text(f"第{n}条：今天的天气不错，适合出去走走")],
             )
             await peer.post_raw(json.dumps(event, ensure_ascii=False))
-            sent.add((f"group:{group}", str(message_id)))
+            sent.add((f"qq:{SELF_ID}:group:{group}", str(message_id)))
         seconds = time.monotonic() - started
         await asyncio.sleep(read_wait)  # the bot reads what is in its socket
         bot.kill()  # SIGKILL

@@ -103,4 +103,4 @@ async def test_an_addressed_message_a_kill_left_unstored_is_answered_once_after_
     # k1 was not in SQLite when the bot was killed (a1 was); after the restart it is, once.
     assert str(a1) in stored
     assert str(k1) not in stored
-    assert Counter(stored_rows(tmp_path / "data"))[(f"group:{GROUP}", str(k1))] == 1
+    assert Counter(stored_rows(tmp_path / "data"))[(f"qq:{SELF_ID}:group:{GROUP}", str(k1))] == 1

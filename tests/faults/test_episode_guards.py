@@ -139,7 +139,10 @@ async def test_an_episode_nobody_addressed_stays_silent_when_a_guard_trips(
         )
         await bot.await_log(
             "episode_end",
-            lambda r: r.get("chat_id") == f"group:{group}" and "repeated_tool_call" in str(r.get("reason")),
+            lambda r: (
+                r.get("chat_id") == f"qq:{SELF_ID}:group:{group}"
+                and "repeated_tool_call" in str(r.get("reason"))
+            ),
             within=20,
         )
         await asyncio.sleep(0.5)

@@ -83,7 +83,7 @@ async def test_a_reused_message_id_keeps_both_messages_in_the_context_and_the_st
     assert "阿青最喜欢苹果" in request.all_text
     assert "今天下雨了" in request.all_text
     assert bot.stop() == 0
-    texts = stored_texts(bot.data_dir, f"group:{group}")
+    texts = stored_texts(bot.data_dir, f"qq:{SELF_ID}:group:{group}")
     assert texts[:2] == ["阿青最喜欢苹果", "今天下雨了"]
 
 
@@ -119,4 +119,6 @@ async def test_a_repeated_delivery_is_answered_once_also_after_a_restart(
     assert len(model.requests_for("dup")) == 1
     assert second.wait_for_log("duplicate_delivery", timeout=0)
     assert second.stop() == 0
-    assert len([t for t in stored_texts(second.data_dir, f"group:{group}") if tag("dup") in t]) == 1
+    assert (
+        len([t for t in stored_texts(second.data_dir, f"qq:{SELF_ID}:group:{group}") if tag("dup") in t]) == 1
+    )

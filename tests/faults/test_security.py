@@ -233,7 +233,9 @@ async def test_a_member_lifts_a_quiet_period_members_asked_for_but_not_a_superus
     async with connected_peer(first, self_id=SELF_ID) as peer:
         # Asked for by a member: the phrase lifts it.
         await peer.post(_addressed(peer, ASKED_GROUP, "闭嘴"))
-        await first.await_log("quiet_started", lambda r: r.get("chat_id") == f"group:{ASKED_GROUP}")
+        await first.await_log(
+            "quiet_started", lambda r: r.get("chat_id") == f"qq:{SELF_ID}:group:{ASKED_GROUP}"
+        )
         await peer.say_in_group(ASKED_GROUP, MEMBER, PHRASE)
         assert await _answered(peer, ASKED_GROUP, "asked", within=10)
 

@@ -220,15 +220,15 @@ async def test_lone_surrogates_and_a_huge_nickname_lose_no_message(
     try:
         rows = db.execute(
             "SELECT chat_id, sender_name, text FROM messages "
-            "WHERE chat_id LIKE 'group:84000%' AND from_self = 0"
+            f"WHERE chat_id LIKE 'qq:{SELF_ID}:group:84000%' AND from_self = 0"
         ).fetchall()
     finally:
         db.close()
     texts = {text for _, _, text in rows}
     assert any(tag("sur1") in t and "\ufffd" in t for t in texts)
     names = {chat: name for chat, name, _ in rows}
-    assert names["group:840002"] == "坏名片\ufffd"
-    assert len(names["group:840003"]) <= 64
+    assert names[f"qq:{SELF_ID}:group:840002"] == "坏名片\ufffd"
+    assert len(names[f"qq:{SELF_ID}:group:840003"]) <= 64
     assert not bot.wait_for_log("store.write_rejected", timeout=0, count=0)
 
 

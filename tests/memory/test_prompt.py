@@ -66,6 +66,20 @@ def test_the_request_carries_the_old_summary_and_only_the_new_messages() -> None
 def test_directory_names_are_safe_and_distinct() -> None:
     assert safe_name("group:123") == "group_123"
     assert safe_name("private:42") == "private_42"
-    names = {safe_name(k) for k in ("group:1", "group_1", "../etc", "a/b", "a_b", "..", "x" * 200)}
-    assert len(names) == 7
+    assert safe_name("qq:10001:group:123") == "qq_10001_group_123"
+    names = {
+        safe_name(k)
+        for k in (
+            "group:1",
+            "group_1",
+            "qq:1:group:1",
+            "qq_1_group_1",
+            "../etc",
+            "a/b",
+            "a_b",
+            "..",
+            "x" * 200,
+        )
+    }
+    assert len(names) == 9
     assert all("/" not in n and n not in (".", "..") for n in names)

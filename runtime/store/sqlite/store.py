@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from runtime.store.sqlite import rows as r_
 from runtime.store.sqlite.base import log, placeholders, upsert_sql
 from runtime.store.sqlite.context import ContextTables
 from runtime.store.sqlite.layer import TOOL_CALL_UPSERT, LayerTables
+from runtime.store.sqlite.rebind import RebindReport, check_bindings, rebind, unbound_chats
 from runtime.store.sqlite.schema import (
     DB_FILENAME,
     check_file_header,
@@ -182,6 +183,27 @@ class SqliteStore(ContextTables, LayerTables):
             row = await self._one(f'SELECT COUNT(*) FROM "{name}"')
             counts[str(name)] = int(row[0]) if row else 0
         return counts
+
+    async def unbound_chats(self) -> list[str]:
+        """The chat ids held without their account (``group:123``), written before keys named it."""
+        self._check()
+        async with self._read_lock:
+            result: list[str] = await self._retry("unbound_chats", lambda: unbound_chats(self._reader))
+            return result
+
+    async def rebind_chats(self, bindings: Mapping[str, str]) -> RebindReport:
+        """Rewrite unbound chat ids to bound ones everywhere a chat is named, in one transaction
+        (:mod:`runtime.store.sqlite.rebind`)."""
+        check_bindings(bindings)
+        report = RebindReport()
+
+        async def body(db: aiosqlite.Connection) -> None:
+            nonlocal report
+            report = await rebind(db, bindings)
+
+        if bindings:
+            await self._tx("rebind_chats", body)
+        return report
 
     async def backup(self, destination: Path | str) -> Path:
         """A consistent copy of the database, taken while it is in use (``VACUUM INTO``)."""
