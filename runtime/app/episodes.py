@@ -467,7 +467,7 @@ class EpisodeDriver:
             # Learning the speaker's profile is no reason to keep the model waiting.
             rt.loop_spawn(rt.memory.profiles.observe(trigger, now=now))
         if built.session_created and built.packet.handoff is not None and rt.memory is not None:
-            # Seed 001's force_on_session_start: a session that takes over from an ended one (a
+            # design/001's force_on_session_start: a session that takes over from an ended one (a
             # restart, an idle close) folds what was left uncompressed into the summary. A session
             # opened because the talk moved to a new topic is no such start: no handoff, no call.
             # Queued, off the reply path; nothing runs when nothing is uncompressed or it is off.

@@ -1,7 +1,7 @@
 """The handoff :class:`~runtime.context.handoffs.Summarizer` over the router's compression role.
 
 A session closed for idleness gets its handoff written by the model: the session's record goes in,
-seed 000 §9.5's JSON comes out (:func:`~runtime.context.handoffs.parse_digest`). Anything unusable
+design/000 §9.5's JSON comes out (:func:`~runtime.context.handoffs.parse_digest`). Anything unusable
 raises, and the HandoffManager falls back to its deterministic digest; a shutdown never waits for it.
 """
 

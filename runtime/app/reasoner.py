@@ -6,7 +6,7 @@ answers becomes one action:
 
 * a tool call -> :func:`~runtime.episodes.action_from_tool_call` (the first call, when it made several:
   an episode takes one step at a time, and the loop shows it the result before it decides again);
-* plain text and no tool call -> a ``reply`` (DESIGN.md §5);
+* plain text and no tool call -> a ``reply`` (design/contracts §5);
 * a tool call whose arguments are not JSON, or an empty answer -> ``Malformed``, which the loop records
   so the model can correct itself next step.
 

@@ -17,14 +17,14 @@ class ContextConfig(Section):
     context_window_tokens: int = Field(default=32_000, ge=1_024)
     # A cap on the prompt whatever the window: a 200k window does not mean every turn should cost 200k.
     max_prompt_tokens: int = Field(default=24_000, ge=512)
-    # Raw turns of the conversation thread in the session slot (seed 001's sliding window).
+    # Raw turns of the conversation thread in the session slot (design/001's sliding window).
     recent_dialogue_max: int = Field(default=20, ge=0, le=200)
     recent_actions_max: int = Field(default=8, ge=0, le=100)
     # A session with no turn for this long is marked idle (the next turn wakes it).
     session_idle_after_ms: int = Field(default=300_000, ge=1_000)
     # A session with no turn for this long is closed (transcript archived, handoff written).
     session_idle_timeout_ms: int = Field(default=1_800_000, ge=10_000)
-    # Seed 000 §10.4: at most this many retrieved items (2..5) per packet.
+    # design/000 §10.4: at most this many retrieved items (2..5) per packet.
     retrieved_max: int = Field(default=5, ge=2, le=5)
     # Retrieved items scoring below this are left out rather than padded in.
     retrieved_min_confidence: float = Field(default=0.15, ge=0.0, le=1.0)

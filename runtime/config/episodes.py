@@ -1,4 +1,4 @@
-"""``[episodes]``: the ReAct loop's limits and the tools' defaults (ADR-0002 §9–10)."""
+"""``[episodes]``: the ReAct loop's limits and the tools' defaults (design/0002 §9–10)."""
 
 from __future__ import annotations
 

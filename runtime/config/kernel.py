@@ -28,7 +28,7 @@ class BudgetConfig(Section):
 class AttentionConfig(Section):
     high: float = Field(default=0.65, ge=0.0, le=1.0)
     medium: float = Field(default=0.35, ge=0.0, le=1.0)
-    # Weights of the score's parts (ADR-0002 §8); keywords add, never force.
+    # Weights of the score's parts (design/0002 §8); keywords add, never force.
     weight_direct: float = Field(default=0.45, ge=0.0, le=1.0)
     weight_question: float = Field(default=0.15, ge=0.0, le=1.0)
     weight_thread: float = Field(default=0.25, ge=0.0, le=1.0)

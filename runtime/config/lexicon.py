@@ -1,4 +1,4 @@
-"""``[lexicon]``: the dynamic keyword lexicon (ADR-0002 §7).
+"""``[lexicon]``: the dynamic keyword lexicon (design/0002 §7).
 
 Weights and confidences are in [0, 1]. Learned terms start at ``initial_weight`` and gain
 ``repeat_step`` each time a batch sees them again; terms not seen lose half their weight every

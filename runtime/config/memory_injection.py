@@ -1,4 +1,4 @@
-"""``[memory_injection]``: seed 001 ④'s configuration, with the seed's names and defaults.
+"""``[memory_injection]``: design/001 ④'s configuration, with its names and defaults.
 
 ::
 
@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 
 from runtime.config._base import Section
 
-# The summary's sections (seed 001's compressed.json), the only names ``priority`` may list.
+# The summary's sections (design/001's compressed.json), the only names ``priority`` may list.
 SUMMARY_SECTIONS: tuple[str, ...] = (
     "requirements",
     "confirmed_decisions",

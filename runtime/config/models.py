@@ -1,4 +1,4 @@
-"""``[models]``: the OpenAI-compatible providers and how the router picks among them (seed 001 ③).
+"""``[models]``: the OpenAI-compatible providers and how the router picks among them (design/001 ③).
 
 ::
 

@@ -1,4 +1,4 @@
-"""``[persona]``: who the bot is (seed 000 §6.1's PersonaSlot, plus the names it answers to)."""
+"""``[persona]``: who the bot is (design/000 §6.1's PersonaSlot, plus the names it answers to)."""
 
 from __future__ import annotations
 
@@ -16,5 +16,5 @@ class PersonaConfig(Section):
     behavior_rules: tuple[str, ...] = ("优先说明当前判断", "不虚构已完成的操作", "必要时明确风险")
     relationship_to_user: str = "长期陪伴与执行型个人助手"
     stable_preferences: tuple[str, ...] = ("优先保持连续上下文", "先解决当前任务再扩展")
-    # Seed 001's second layer: the language style, kept apart from the identity.
+    # design/001's second layer: the language style, kept apart from the identity.
     language_style: str = "口语化的中文，短句，群聊里一次只说一件事"

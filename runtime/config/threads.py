@@ -36,7 +36,7 @@ class ThreadsConfig(Section):
     weight_terms: float = Field(default=0.6, ge=0.0, le=10.0)
     weight_recent: float = Field(default=0.25, ge=0.0, le=10.0)
     # The score a thread needs for a message to join it rather than start a new thread. With
-    # weight_recent >= join_threshold, recency alone joins the latest thread (ADR-0002's plain rule);
+    # weight_recent >= join_threshold, recency alone joins the latest thread (design/0002's plain rule);
     # in busy groups that chains unrelated conversations, so by default it only adds to other signals.
     join_threshold: float = Field(default=0.4, ge=0.0, le=10.0)
     # Messages without a content word ("lol", "哈哈", a sticker) join the latest thread within the gap.

@@ -1,8 +1,8 @@
-"""The Context Runtime (seed 000): what the model sees each turn, and the topic threads it belongs to.
+"""The Context Runtime (design/000): what the model sees each turn, and the topic threads it belongs to.
 
 ::
 
-    packet.py      ContextPacket: seed 000's seven slots + seed 001's user profile and memory summary
+    packet.py      ContextPacket: design/000's seven slots + design/001's user profile and memory summary
     render.py      slots to text, deterministic (the stable prefix is byte-identical turn to turn)
     assembler.py   PromptAssembler: packet -> chat messages within a token budget, defined trim order
     tokens.py      TokenCounter protocol, a rough offline fallback

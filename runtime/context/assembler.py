@@ -1,6 +1,6 @@
-"""PromptAssembler: a ContextPacket to an OpenAI chat ``messages`` list within a token budget (seed 000 §11).
+"""PromptAssembler: a ContextPacket to OpenAI chat ``messages`` within a token budget (design/000 §11).
 
-Layout, in the seed's order with seed 001's layers mapped in::
+Layout, in design/000's order with design/001's layers mapped in::
 
     system   persona (identity + language style) + vision          <- the stable prefix
     system   thread, memory summary, user profile, session state,
@@ -238,7 +238,7 @@ class PromptAssembler:
         counter: TokenCounter | None = None,
         summary_max_tokens: int | None = None,
     ) -> None:
-        """``summary_max_tokens`` caps the memory summary on its own (seed 001: ≤ 8k tokens), whatever
+        """``summary_max_tokens`` caps the memory summary on its own (design/001: ≤ 8k), whatever
         room the budget has; it is trimmed by section priority like under budget pressure."""
         if reply_reserve < 0 or context_window <= reply_reserve:
             raise ValueError(f"context window {context_window} minus {reply_reserve} is empty")

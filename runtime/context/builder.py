@@ -1,4 +1,4 @@
-"""ContextBuilder: from a triggering message to a ContextPacket (seed 000 §4's flow).
+"""ContextBuilder: from a triggering message to a ContextPacket (design/000 §4's flow).
 
     input → topic thread (ThreadResolver) → session (SessionManager; the previous session's handoff
     delivered) → persona → vision → session dialogue → handoff → retrieval → profile, summary → packet
@@ -11,7 +11,7 @@ has not flushed yet come from a :class:`RecentMessages` buffer the edge fills.
 Packets are built only for activations that crossed the attention threshold or were forced: the
 caller says which (``forced``, ``high``, ``medium``, ``proactive``) and :meth:`ContextBuilder.statistics`
 counts them by reason. Failures stay local: a part that fails (retrieval, a profile, the store behind
-the resolver) is logged and left out of the packet, which is still built (seed §11.4's degradation).
+the resolver) is logged and left out of the packet, which is still built (design/000 §11.4's degradation).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class BuildReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ChatInfo:
-    """The chat surface: seed 000's ``screen_context``."""
+    """The chat surface: design/000's ``screen_context``."""
 
     chat_id: str
     surface: str
@@ -153,7 +153,7 @@ class SummaryProvider(Protocol):
 
 
 class StoreProfiles:
-    """Seed 001 layer 3 from the store's user profiles."""
+    """Layer 3 of design/001 from the store's user profiles."""
 
     def __init__(self, store: MemoryLayerRows) -> None:
         self._store = store
@@ -166,7 +166,7 @@ class StoreProfiles:
 
 
 class StoreSummaries:
-    """Seed 001 layer 4 from the store's rolling summary of the chat, sections in ``priority`` order."""
+    """Layer 4 of design/001 from the store's rolling summary of the chat, in ``priority`` order."""
 
     def __init__(self, store: MemoryLayerRows, priority: tuple[str, ...] = ()) -> None:
         self._store = store
@@ -193,7 +193,7 @@ class BuilderSettings:
 class BuiltContext:
     """The packet and what was decided on the way; ``degraded`` names parts that failed and were left out.
 
-    ``session_created`` is true when this turn opened a new session (seed 001's session start)."""
+    ``session_created`` is true when this turn opened a new session (design/001's session start)."""
 
     packet: ContextPacket
     resolution: Resolution | None

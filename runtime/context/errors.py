@@ -39,7 +39,7 @@ class UnknownTaskError(ContextError):
 
 
 class IllegalSessionTransitionError(ContextError):
-    """Raised when a session is asked for a state change its lifecycle (seed 000 §8) does not allow."""
+    """Raised when a session is asked for a state change design/000 §8 does not allow."""
 
     def __init__(self, session_id: str, current: str, target: str) -> None:
         super().__init__(f"session {session_id}: illegal transition {current} -> {target}")

@@ -1,4 +1,4 @@
-"""HandoffManager: what a closing session hands to the next session of its topic thread (seed 000 §9).
+"""HandoffManager: what a closing session hands to the next session of its topic thread (design/000 §9).
 
 A handoff is not a transcript: a summary of where things stand, the unfinished items, the risks and
 a suggestion where to resume — only what continuing needs. The model's compression role writes it
@@ -66,7 +66,7 @@ class HandoffRequest:
 
 @dataclass(frozen=True, slots=True)
 class HandoffDigest:
-    """Seed 000 §9.5's format."""
+    """The format of design/000 §9.5."""
 
     summary: str
     unfinished_items: tuple[str, ...] = ()

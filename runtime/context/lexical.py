@@ -45,7 +45,7 @@ _CHATTER_WORDS = _wordset(
     """
 )
 
-# Words that ask to go on with what was being done (seed 000 §14: the user says "继续").
+# Words that ask to go on with what was being done (design/000 §14: the user says "继续").
 _CONTINUE = (
     "继续",
     "接着",

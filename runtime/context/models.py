@@ -2,7 +2,7 @@
 over the runtime's model router (``runtime.llm.router.ModelRouter``, or anything with its ``chat`` and
 ``embed``), so this package needs no import of the model client.
 
-:class:`ModelSummarizer` asks the compression role for seed 000 §9.5's JSON and validates it; any
+:class:`ModelSummarizer` asks the compression role for design/000 §9.5's JSON and validates it; any
 failure (no answer, not JSON, no summary) raises, and the HandoffManager then writes its deterministic
 digest instead. :class:`ModelEmbedder` returns the embedding role's vectors in order.
 """

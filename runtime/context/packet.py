@@ -1,12 +1,12 @@
-"""The ContextPacket: everything the model sees on one turn, as values (seed 000 §5–6).
+"""The ContextPacket: everything the model sees on one turn, as values (design/000 §5–6).
 
-Seven slots, in the seed's order — persona, vision, thread, session, handoff, retrieved, user input —
-plus the two layers of seed 001 that are not already one of them: the user profile (layer 3) and the
-rolling memory summary (layer 4). Seed 001's identity and language style (layers 1–2) are the
+Seven slots, in design/000's order — persona, vision, thread, session, handoff, retrieved, user input —
+plus the two layers of design/001 that are not already one of them: the user profile (layer 3) and the
+rolling memory summary (layer 4). design/001's identity and language style (layers 1–2) are the
 :class:`PersonaSlot`; its "last N rounds raw" (layer 5) is :attr:`SessionSlot.recent_dialogue`.
 
 Every slot may be missing (``None``, or no retrieved items): the PromptAssembler degrades around any
-combination (seed 000 §11.4). The packet holds no I/O handles, so it can be dumped as JSON for debugging
+combination (design/000 §11.4). The packet holds no I/O handles, so it can be dumped as JSON for debugging
 (:meth:`ContextPacket.to_debug_json`) and compared in tests.
 """
 
@@ -35,7 +35,7 @@ __all__ = [
     "VisionSlot",
 ]
 
-#: The seven slots of seed 000 §5, in assembly order.
+#: The seven slots of design/000 §5, in assembly order.
 SLOT_NAMES = ("persona", "vision", "thread", "session", "handoff", "retrieved", "user_input")
 
 
@@ -50,7 +50,7 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class PersonaSlot:
-    """Who the bot is (seed 000 §6.1), with seed 001's language style as its second layer."""
+    """Who the bot is (design/000 §6.1), with design/001's language style as its second layer."""
 
     name: str
     role: str = ""
@@ -76,7 +76,7 @@ class PersonaSlot:
 
 @dataclass(frozen=True, slots=True)
 class VisionSlot:
-    """The original intent of a topic thread (seed 000 §6.2), kept verbatim, never a compressed copy."""
+    """The original intent of a topic thread (design/000 §6.2): verbatim, never a compressed copy."""
 
     origin_goal: str
     done_when: tuple[str, ...] = ()
@@ -122,7 +122,7 @@ class TaskLine:
 
 @dataclass(frozen=True, slots=True)
 class ThreadSlot:
-    """The long-lived topic thread of this turn (seed 000 §6.3): the first wall against cross-talk."""
+    """The long-lived topic thread of this turn (design/000 §6.3), the first wall against cross-talk."""
 
     thread_id: str
     thread_title: str
@@ -135,7 +135,7 @@ class ThreadSlot:
 
 @dataclass(frozen=True, slots=True)
 class ScreenContext:
-    """Seed 000's ``screen_context`` mapped onto the chat surface: where the bot is talking.
+    """The ``screen_context`` of design/000 mapped onto the chat surface: where the bot is talking.
 
     ``surface`` is ``group`` or ``private``; ``activity`` the game or activity the bot is in, if any.
     """
@@ -161,10 +161,10 @@ class DialogueTurn:
 
 @dataclass(frozen=True, slots=True)
 class SessionSlot:
-    """The current working window (seed 000 §6.4): the shortest-lived, fastest-changing layer.
+    """The current working window (design/000 §6.4): the shortest-lived, fastest-changing layer.
 
     ``recent_dialogue`` comes from the triggering message's conversation thread only (plus the bot's
-    own turns in it), oldest first; it is seed 001's "last N rounds raw".
+    own turns in it), oldest first; it is design/001's "last N rounds raw".
     """
 
     session_id: str
@@ -178,7 +178,7 @@ class SessionSlot:
 
 @dataclass(frozen=True, slots=True)
 class HandoffSlot:
-    """What the previous session of this topic thread handed over (seed 000 §6.5)."""
+    """What the previous session of this topic thread handed over (design/000 §6.5)."""
 
     from_session_id: str
     summary: str
@@ -190,7 +190,7 @@ class HandoffSlot:
 
 @dataclass(frozen=True, slots=True)
 class RetrievedSlot:
-    """One retrieved piece of history (seed 000 §6.6); the packet holds at most a handful."""
+    """One retrieved piece of history (design/000 §6.6); the packet holds at most a handful."""
 
     source_type: str
     source_id: str
@@ -201,7 +201,7 @@ class RetrievedSlot:
 
 @dataclass(frozen=True, slots=True)
 class UserInputSlot:
-    """This turn's input in its raw form (seed 000 §6.7).
+    """This turn's input in its raw form (design/000 §6.7).
 
     ``input_type`` is ``text`` for a chat message; a proactive activation carries its cue as
     ``proactive`` (no one spoke, the bot decided to).
@@ -220,7 +220,7 @@ class UserInputSlot:
 
 @dataclass(frozen=True, slots=True)
 class UserProfileSlot:
-    """Seed 001 layer 3: what the bot knows of the person speaking."""
+    """Layer 3 of design/001: what the bot knows of the person speaking."""
 
     user_id: str
     nickname: str
@@ -239,7 +239,7 @@ class SummarySection:
 
 @dataclass(frozen=True, slots=True)
 class MemorySummarySlot:
-    """Seed 001 layer 4: the rolling memory summary, its sections in priority order (first kept longest)."""
+    """Layer 4 of design/001: the rolling memory summary, sections in priority order (first kept longest)."""
 
     sections: tuple[SummarySection, ...]
     version: int = 0
@@ -247,7 +247,7 @@ class MemorySummarySlot:
 
     @classmethod
     def from_summary(cls, document: Mapping[str, Any], priority: tuple[str, ...] = ()) -> MemorySummarySlot:
-        """From seed 001's ``compressed.json`` document; sections follow ``priority``, then the rest.
+        """From design/001's ``compressed.json`` document; sections follow ``priority``, then the rest.
 
         Dict-valued sections (``user_preferences``, ``emotional_signals``) become ``key: value`` items.
         """

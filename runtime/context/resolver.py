@@ -1,4 +1,4 @@
-"""ThreadResolver: which long-lived topic thread an input belongs to (seed 000 §7).
+"""ThreadResolver: which long-lived topic thread an input belongs to (design/000 §7).
 
 Rules, first match wins:
 
@@ -211,7 +211,7 @@ class ThreadResolver:
         tags: tuple[str, ...] | None = None,
         vision: dict[str, Any] | None = None,
     ) -> TopicThread:
-        """A maintained thread note (seed 000 §6.2): title, summary, tags or the vision, set by hand."""
+        """A maintained thread note (design/000 §6.2): title, summary, tags or vision, set by hand."""
         thread = await self._require(topic_thread_id)
         thread = replace(
             thread,

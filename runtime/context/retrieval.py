@@ -1,4 +1,4 @@
-"""RetrievalEngine: the few pieces of history worth putting in front of the model (seed 000 §10).
+"""RetrievalEngine: the few pieces of history worth putting in front of the model (design/000 §10).
 
 Sources, each giving candidates with a confidence in 0..1:
 
@@ -13,7 +13,7 @@ Sources, each giving candidates with a confidence in 0..1:
 - **embeddings** — when an :class:`Embedder` is configured: cosine similarity in numpy over the
   stored vectors of the allowed scopes (this Python's SQLite cannot load a vector extension).
 
-The best ``max_items`` (2–5, seed §10.4) above ``min_confidence`` are kept; fewer when fewer are
+The best ``max_items`` (2–5, design/000 §10.4) above ``min_confidence`` are kept; fewer when fewer are
 relevant — never padded. The latest handoff and the vision are slots of their own, not retrieved here.
 
 Scope: memories never cross chats unless their scope says so. A query in chat C of topic thread T sees
@@ -98,7 +98,7 @@ class RetrievalSettings:
 
     def __post_init__(self) -> None:
         if not 2 <= self.max_items <= 5:
-            raise ValueError(f"max_items must be 2..5 (seed 000 §10.4), got {self.max_items}")
+            raise ValueError(f"max_items must be 2..5 (design/000 §10.4), got {self.max_items}")
 
 
 @dataclass(frozen=True, slots=True)

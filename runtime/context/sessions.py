@@ -1,4 +1,4 @@
-"""SessionManager: the working windows of topic threads (seed 000 §8).
+"""SessionManager: the working windows of topic threads (design/000 §8).
 
 A session is one stretch of work on one topic thread in one chat. Its lifecycle::
 

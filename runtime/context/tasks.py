@@ -1,4 +1,4 @@
-"""Tasks (seed 000 §3.4): units of work under a topic thread, with a status and, at the end, a conclusion.
+"""Tasks (design/000 §3.4): units of work under a topic thread, with a status and, at the end, a conclusion.
 
 A task is created by a tool or an admin command, moves through ``open → in_progress → blocked/done/
 cancelled``, and on :meth:`TaskBook.conclude` keeps its conclusion: the ThreadSlot lists the thread's

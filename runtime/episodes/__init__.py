@@ -1,4 +1,4 @@
-"""Episodes: the persona's deliberations and the ReAct loop that runs them (ADR-0002 §9).
+"""Episodes: the persona's deliberations and the ReAct loop that runs them (design/0002 §9).
 
 The package raises only :class:`~runtime.kernel.errors.IllegalTransition` (an episode asked to
 move against :data:`~runtime.episodes.episode.TRANSITIONS`, or run/resume from the wrong state);

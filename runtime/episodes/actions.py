@@ -1,4 +1,4 @@
-"""What a reasoner may decide in one step (ADR-0002 §9), and the parser that turns raw model output
+"""What a reasoner may decide in one step (design/0002 §9), and the parser that turns raw model output
 into one of them.
 
 The parser never raises: input it cannot read becomes :class:`Malformed`, which the loop records as
@@ -99,7 +99,7 @@ _RAW_LIMIT = 500
 
 
 def parse_action(raw: object) -> ParsedAction:
-    """An action from a reasoner's output: an action value, or a dict shaped like ADR-0002 §9
+    """An action from a reasoner's output: an action value, or a dict shaped like design/0002 §9
     (``{"type": "reply", "text": ...}``, ``{"type": "tool", "tool": name, "args": {...}}``, ...)."""
     if isinstance(raw, _ACTION_TYPES):
         return raw

@@ -1,4 +1,4 @@
-"""The episode's control actions as OpenAI tools (DESIGN.md §5), and the mapping both ways.
+"""The episode's control actions as OpenAI tools (design/contracts §5), and the mapping both ways.
 
 A model-backed reasoner offers :data:`CONTROL_TOOLS` beside the registered tools' schemas; whatever
 the model answers goes through :func:`action_from_tool_call` (a tool call) or

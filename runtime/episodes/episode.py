@@ -1,6 +1,6 @@
 """The Episode: one deliberation of the persona about one event, as an immutable value.
 
-An episode moves through the states of ADR-0002 §9, only along the edges of :data:`TRANSITIONS`;
+An episode moves through the states of design/0002 §9, only along the edges of :data:`TRANSITIONS`;
 anything else raises :class:`~runtime.kernel.errors.IllegalTransition`. Every step the reasoner takes
 is kept (action, observation, timings) so logs, the admin ``why`` and the store can show exactly how
 the persona got to its decision. ``to_record`` / ``from_record`` give a JSON-ready form that survives

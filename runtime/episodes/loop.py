@@ -1,4 +1,4 @@
-"""The ReAct loop (ADR-0002 §9): ask the reasoner, act, observe, until a decision or a limit.
+"""The ReAct loop (design/0002 §9): ask the reasoner, act, observe, until a decision or a limit.
 
 ``run_episode`` runs one episode from ``pending`` to an :class:`EpisodeOutcome`:
 

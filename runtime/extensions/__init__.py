@@ -1,4 +1,4 @@
-"""Extensions (ADR-0002 §11): scopes, games, activities, life sources, the LifeDirector, and the
+"""Extensions (design/0002 §11): scopes, games, activities, life sources, the LifeDirector, and the
 loader's :class:`Extension` / :class:`ExtensionContext` (``loader.py`` loads them; ``builtin/`` holds
 the built-in ones).
 

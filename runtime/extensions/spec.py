@@ -1,4 +1,4 @@
-"""What plugins register: games, activities and life sources (ADR-0002 §11).
+"""What plugins register: games, activities and life sources (design/0002 §11).
 
 The hard constraints hold by construction:
 

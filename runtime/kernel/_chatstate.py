@@ -353,10 +353,10 @@ def choose(
     if now - newest.last_at > gap:
         return None, "new", score
     if message.is_private:
-        # Two people, one conversation at a time: the ADR's recency rule is right here.
+        # Two people, one conversation at a time: the recency rule of design/0002 §4 is right here.
         return newest, "recent", score
     if s.chatter_joins_recent and not terms and not message.mentions:
         # Words-free chatter ("lol", "哈哈", a sticker) carries no topic: it goes with the
-        # conversation that spoke last, as the ADR's recency rule has it.
+        # conversation that spoke last, as the recency rule of design/0002 §4 has it.
         return newest, "recent", score
     return None, "new", score

@@ -1,4 +1,4 @@
-"""Attention: how much a message deserves the bot's voice (ADR-0002 §8).
+"""Attention: how much a message deserves the bot's voice (design/0002 §8).
 
 ``score_attention(inp, weights)`` turns an :class:`AttentionInput` into an :class:`Attention`: a score
 in ``[0, 1]``, a :class:`Decision` and human-readable reasons (``"direct +0.45"``,

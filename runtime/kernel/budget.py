@@ -1,4 +1,4 @@
-"""Speech budgets: how often the bot may speak in one chat (ADR-0002 §6).
+"""Speech budgets: how often the bot may speak in one chat (design/0002 §6).
 
 Every chat has its own :class:`GroupActor` with two independent budgets:
 

@@ -1,4 +1,4 @@
-"""Bot events (ADR-0002 §3): what the bot might act on, and the store that holds them.
+"""Bot events (design/0002 §3): what the bot might act on, and the store that holds them.
 
 An event is born ``captured`` when a message (or a timer, or a life source) gives the bot something to
 consider, and ends ``replied``, ``skipped`` or ``expired``. Every move between states goes through
@@ -320,7 +320,7 @@ class EventStore:
         not_before: float | None = None,
         payload: Mapping[str, object] | None = None,
     ) -> BotEvent:
-        """Move the event to ``state``; :class:`IllegalTransition` if the ADR forbids the move.
+        """Move the event to ``state``; :class:`IllegalTransition` unless :data:`TRANSITIONS` allows it.
 
         ``not_before`` and ``payload``, when given, replace the event's in the same step (a snooze,
         a skip with its reason): one new value instead of an :meth:`update` and a move, and

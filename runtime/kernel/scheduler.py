@@ -1,4 +1,4 @@
-"""The activation scheduler (ADR-0002 §5): when scheduled events become eligible.
+"""The activation scheduler (design/0002 §5): when scheduled events become eligible.
 
 Rules:
 

@@ -1,6 +1,6 @@
-"""Conversation threads (ADR-0002 §4): which reply chain inside a chat a message belongs to.
+"""Conversation threads (design/0002 §4): which reply chain inside a chat a message belongs to.
 
-The ADR's rule is the floor: a reply joins its target's thread; otherwise the chat's most recent
+The rule of design/0002 §4 is the floor: a reply joins its target's thread; otherwise the chat's most recent
 thread within the gap; otherwise a new thread. In a busy group "the most recent thread" chains
 unrelated conversations together, so :class:`ThreadTracker` scores the chat's recent threads on the
 signals people use to follow a chat, and the best thread scoring ``join_threshold`` or more wins:
@@ -14,7 +14,7 @@ signals people use to follow a chat, and the best thread scoring ``join_threshol
 - **terms**: shared content words (CJK bigrams, ASCII words), weighted by rarity in the chat;
 - **recent**: recency within the gap, strongest for the thread that spoke last. In a group it only
   adds to the other signals by default; with ``weight_recent >= join_threshold`` it decides alone,
-  which is the ADR's plain rule. A private chat always follows that rule (two people, one
+  which is the plain rule of design/0002 §4. A private chat always follows that rule (two people, one
   conversation at a time); ``chatter_joins_recent`` sends word-free group chatter the same way.
 
 Measured on real chat logs by ``bench/disentangle.py``; the defaults here equal ``[threads]``'s.

@@ -1,10 +1,10 @@
-"""ModelRouter: which provider serves a role, falling back along a chain (seed 001 ③).
+"""ModelRouter: which provider serves a role, falling back along a chain (design/001 ③).
 
 Roles are ``chat``, ``compression`` and ``embedding``. A role's chain is the configured providers
 holding that role, in file order; for chat, those whose ``context_window`` reaches
 ``models.context_window_target`` (200k) come first. When no chat provider reaches it,
 ``needs_memory_compensation`` is true: the context layer keeps a sliding window of raw rounds and
-relies on memory injection (seed 001 ③.4) instead of a long history. Compression falls back to the
+relies on memory injection (design/001 ③.4) instead of a long history. Compression falls back to the
 chat chain when no provider has the compression role; embedding does not (a chat model cannot embed).
 
 A call walks the chain: a provider that fails (any :class:`LLMError`, after its own retries) or whose

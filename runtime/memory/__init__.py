@@ -1,4 +1,4 @@
-"""The memory layer of seed 001: the rolling summary (compress → inject → refresh) and user profiles.
+"""The memory layer of design/001: the rolling summary (compress → inject → refresh), user profiles.
 
 - :mod:`runtime.memory.summary`: the ``compressed.json`` schema, parsing a model's answer, trimming by
   priority;
@@ -10,8 +10,8 @@
   from each summary's ``user_preferences``;
 - :mod:`runtime.memory.layers`: wiring both into the one Context Runtime, with the sliding window.
 
-Seed 001's five layers, all through ``runtime.context``'s PromptAssembler: identity and language style
-(the persona slot), user profile, memory summary (≤ ``system_prompt_max_tokens``, trimmed by
+The five layers of design/001, all through ``runtime.context``'s PromptAssembler: identity and language
+style (the persona slot), user profile, memory summary (≤ ``system_prompt_max_tokens``, trimmed by
 ``priority``), and the last ``sliding_window_rounds`` rounds raw (the session slot). Retrieval of raw
 history stays on beside the summary: a rolling summary alone loses early facts.
 """

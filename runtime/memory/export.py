@@ -1,4 +1,4 @@
-"""Debug exports under ``GREYWIND_DATA_DIR/memory/<conversation>/`` (seed 001's file names).
+"""Debug exports under ``GREYWIND_DATA_DIR/memory/<conversation>/`` (design/001's file names).
 
 ``compressed.json`` is the current summary document; ``injection-log.json`` the recent compressions,
 failures, triggers and injections. SQLite stays the source of truth: these files are written after

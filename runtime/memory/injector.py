@@ -1,4 +1,4 @@
-"""MemoryInjector: seed 001 ④'s compress → inject → refresh, one rolling summary per conversation.
+"""MemoryInjector: design/001 ④'s compress → inject → refresh, one rolling summary per chat.
 
 A *conversation* is a chat (``qq:<account>:group:<id>`` / ``...:private:<id>``): the summary is the
 chat's long memory, read by the ContextBuilder through the ``SummaryProvider`` seam as
@@ -224,7 +224,7 @@ class MemoryInjector:
         return check
 
     async def summary(self, chat_id: str, topic_thread_id: str | None = None) -> MemorySummarySlot | None:
-        """Seed 001 layer 4 for the ContextBuilder (its ``SummaryProvider``); ``None`` when empty."""
+        """Layer 4 of design/001 for the ContextBuilder (its ``SummaryProvider``); ``None`` if empty."""
         if not self.settings.enabled:
             return None
         conv = await self._load(chat_id)

@@ -1,4 +1,4 @@
-"""Seed 001's five-layer system prompt, served by the one Context Runtime assembler.
+"""The five-layer system prompt of design/001, served by the one Context Runtime assembler.
 
     layer 1  identity            the persona slot (``[persona]``)             ┐ stable prefix
     layer 2  language style      the persona slot's ``language_style``        ┘
@@ -11,7 +11,7 @@
 :func:`memory_layer` builds the two memory parts and the window; :func:`five_layer_runtime` passes them
 to :func:`runtime.context.setup.context_runtime`, so there is one builder and one assembler. Retrieval
 of raw history stays on beside the summary (a rolling summary alone loses early facts). With a chat
-model that reaches the target, the injector still runs (seed 001 ④: a long window is not a memory)
+model that reaches the target, the injector still runs (design/001 ④: a long window is not a memory)
 and the dialogue keeps ``context.recent_dialogue_max`` turns.
 """
 

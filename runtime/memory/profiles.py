@@ -1,4 +1,4 @@
-"""UserProfiles: seed 001 layer 3 (用户画像) — who the person speaking is, kept in SQLite through the store.
+"""UserProfiles: design/001 layer 3 (用户画像) — who the person speaking is, kept in SQLite by the store.
 
 A profile is per QQ user, across chats: a nickname, preferences learned, and a relationship line.
 
@@ -149,7 +149,7 @@ class UserProfiles:
             await self.learn(user_id, preferences, now=now)
 
     async def profile(self, user_id: str, chat_id: str) -> UserProfileSlot | None:
-        """Seed 001 layer 3 for the ContextBuilder (its ``ProfileProvider``)."""
+        """Layer 3 of design/001 for the ContextBuilder (its ``ProfileProvider``)."""
         found = await self.get(user_id)
         if found is None:
             return None

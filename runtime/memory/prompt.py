@@ -1,4 +1,4 @@
-"""The compression request: the old summary plus the new rounds, to the compression role (seed 001 ④ step 1).
+"""The compression request: the old summary and the new rounds, to the compression role (design/001 ④ step 1).
 
 Each new summary folds in the previous one: the model receives the stored summary and only the
 messages after it (``covered_until``), and answers the complete new summary. The transcript is capped

@@ -1,4 +1,4 @@
-"""InjectorSettings: ``[memory_injection]`` as the injector uses it, plus the knobs the seed leaves open."""
+"""InjectorSettings: ``[memory_injection]`` as the injector uses it, plus the knobs design/001 leaves open."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 001's ``compressed.json``: the rolling summary's schema, parsing a model's answer, trimming.
+"""The ``compressed.json`` of design/001: the rolling summary's schema, parsing a model's answer, trimming.
 
 ::
 
@@ -16,7 +16,7 @@
     }
 
 ``version`` counts the summary's revisions: each compression folds the previous summary into a new
-one and adds one (0: nothing compressed yet). ``covered_until`` is the one field beyond the seed's:
+one and adds one (0: nothing compressed yet). ``covered_until`` is the one field beyond design/001's:
 the time of the newest message the summary has folded in, so the next compression sends only what
 came after it (even across a restart).
 
@@ -94,7 +94,7 @@ class _Model(BaseModel):
 
 
 class UserPreferences(_Model):
-    """The seed's three named preferences; other string-valued preferences are kept as extras."""
+    """The three named preferences of design/001; other string-valued preferences are kept as extras."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -208,7 +208,7 @@ class CompressedSummary(_Model):
 
 
 def iso_time(seconds: float, utc_offset_hours: float = 8.0) -> str:
-    """Seconds since the epoch as ISO 8601 with the given offset (seed 001 writes +08:00)."""
+    """Seconds since the epoch as ISO 8601 with the given offset (design/001 writes +08:00)."""
     zone = UTC if utc_offset_hours == 0 else timezone(timedelta(hours=utc_offset_hours))
     return datetime.fromtimestamp(seconds, zone).isoformat(timespec="seconds")
 
@@ -248,7 +248,7 @@ def _json_objects(text: str) -> list[Any]:
 def _bodies(obj: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
     """The candidate bodies in ``obj``: the object itself when it holds a section, and what its keys wrap.
 
-    The seed's document (``{"version": ..., "summary": {...}}``), a bare body, and a body beside or
+    The document of design/001 (``{"version": ..., "summary": {...}}``), a bare body, and a body beside or
     under keys the schema does not know are all the summary's shape.
     """
     found: list[Mapping[str, Any]] = []

@@ -1,4 +1,4 @@
-"""When to compress (seed 001 ④ "refresh"): pure functions over persisted counters.
+"""When to compress (design/001 ④ "refresh"): pure functions over persisted counters.
 
 A compression is *due* while the rounds since the last successful compression reach
 ``every_n_rounds`` (10) or the conversation tokens since then reach ``token_threshold`` (50,000); at a

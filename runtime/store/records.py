@@ -213,7 +213,7 @@ class EventRecord:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-#: ``EventState`` values after which an event never changes again (ADR §3); restore skips them.
+#: ``EventState`` values after which an event never changes again (design/0002 §3); restore skips them.
 TERMINAL_EVENT_STATES = frozenset({"replied", "skipped", "expired"})
 
 
@@ -274,7 +274,7 @@ class TopicThreadStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TopicThread:
-    """Seed 000's long-lived thread (灰风架构设计, 陪我看视频): the unit sessions and memories belong to.
+    """A topic thread (design/000 §3.2: 灰风架构设计, 陪我看视频): the unit sessions and memories belong to.
 
     ``chat_ids`` are the chats explicitly bound to it (the ThreadResolver's first rule).
     """
@@ -306,7 +306,7 @@ OPEN_SESSION_STATES = frozenset({SessionState.ACTIVE, SessionState.IDLE, Session
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """Seed 000 §8: one working window of a topic thread in one chat."""
+    """A session (design/000 §8): one working window of a topic thread in one chat."""
 
     id: str
     topic_thread_id: str
@@ -325,7 +325,7 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class Handoff:
-    """Seed 000 §9: what session N hands to session N+1 of the same topic thread.
+    """A handoff (design/000 §9): what session N hands to session N+1 of the same topic thread.
 
     ``written_by`` is ``"model"`` (the compression role) or ``"fallback"`` (the deterministic digest).
     """
@@ -352,7 +352,7 @@ class TaskStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """Seed 000 §3.4: a unit of work under a topic thread."""
+    """A task (design/000 §3.4): a unit of work under a topic thread."""
 
     id: str
     topic_thread_id: str
@@ -429,12 +429,12 @@ class TranscriptArchive:
     fmt: str = "text"
 
 
-# --------------------------------------------------------------------------- memory layer (seed 001)
+# --------------------------------------------------------------------------- memory layer (design/001)
 
 
 @dataclass(frozen=True, slots=True)
 class MemorySummary:
-    """Seed 001's rolling summary of one conversation, with the counters that make triggers restart-safe.
+    """One conversation's rolling summary (design/001 ④), with the counters that make triggers restart-safe.
 
     ``summary`` is the schema'd JSON document (version, last_compressed_at, total_rounds_processed,
     summary{...}); the counters live beside it so they survive even when the document is replaced.

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from runtime.tools._schema import check_schema
 from runtime.tools.errors import ToolSpecError
 
-# The episode's control actions travel as tools with these names (DESIGN.md §5); nothing else may take them.
+# The control actions travel as tools with these names (design/contracts §5); nothing else may take them.
 RESERVED_TOOL_NAMES = frozenset({"reply", "wait", "observe", "expire"})
 
 # OpenAI function names: letters, digits, underscore and dash, at most 64.

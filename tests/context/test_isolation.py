@@ -1,5 +1,5 @@
 """Property: whatever the interleaving, a packet's dialogue and retrieved history hold only its own
-conversation's words, and nothing of another chat appears anywhere (seed 000 §1.2: no cross-talk)."""
+conversation's words, and nothing of another chat appears anywhere (design/000 §1.2: no cross-talk)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ThreadResolver: binding, conversation, continuation, lexical, new — and seed 000 §7.5's three errors."""
+"""ThreadResolver: binding, conversation, continuation, lexical, new — and design/000 §7.5's errors."""
 
 from __future__ import annotations
 

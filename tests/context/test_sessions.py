@@ -1,4 +1,4 @@
-"""SessionManager and HandoffManager: the lifecycle of seed 000 §8 and the handoff N → N+1 of §9."""
+"""SessionManager and HandoffManager: the lifecycle of design/000 §8, the handoff N → N+1 of §9."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ conversations, and a test can ask which requests were made for its tag::
     assert len(model.requests_for("w1")) == 2
 
 Untagged or unscripted episode requests get a plain-text answer naming the tag (a plain answer is a
-reply, DESIGN.md §5), so the test can find the bot's words by tag. Requests without tools (the memory
+reply, design/contracts §5), so the test can find the bot's words by tag. Requests without tools (the memory
 layer's compression) get a small valid summary.
 
 :func:`connected_peer` opens a :class:`~tests.e2e.onebot_peer.OneBotPeer` and waits until the bot has

@@ -1,4 +1,4 @@
-"""The ReAct loop (ADR-0002 §9/§13): reply, wait, observe, tool, step limit, deadline, and the
+"""The ReAct loop (design/0002 §9/§13): reply, wait, observe, tool, step limit, deadline, and the
 guards that keep a confused model from looping."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Registering games, activities and life sources (ADR-0002 §11, §13 extensions row): register,
+"""Registering games, activities and life sources (design/0002 §11, §13 extensions row): register,
 unregister, cleanup on plugin unload — nothing a scope registered survives it."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ SECTIONS = {
 @pytest.mark.parametrize(
     "answer",
     [
-        # seed 001's compressed.json exactly: metadata beside a "summary" object
+        # design/001's compressed.json exactly: metadata beside a "summary" object
         json.dumps(
             {
                 "version": 3,
@@ -44,7 +44,7 @@ SECTIONS = {
             },
             ensure_ascii=False,
         ),
-        # seed 001's file, with a one-line "summary" beside the sections at the top
+        # design/001's file, with a one-line "summary" beside the sections at the top
         json.dumps({"summary": "这轮聊了报告和数据库", **SECTIONS}, ensure_ascii=False),
         # the document under a key of its own
         json.dumps({"compressed.json": {"version": 4, "summary": SECTIONS}}, ensure_ascii=False),

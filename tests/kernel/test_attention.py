@@ -1,4 +1,4 @@
-"""Attention (ADR-0002 §13 "attention: forced/high/medium/low、关键词加分")."""
+"""Attention (design/0002 §13 "attention: forced/high/medium/low、关键词加分")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Budgets (ADR-0002 §13 "group: 冷却、窗口预算"): cooldown, window count, independence, forced budget."""
+"""Budgets (design/0002 §13, the group row): cooldown, window count, independence, forced budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""EventStore: the ADR's states, only legal moves, bounded memory, restore; and the id factories."""
+"""EventStore: design/0002's states, only legal moves, bounded memory, restore; and the id factories."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_unique_ids_sort_by_time() -> None:
     assert early < late
 
 
-# -- events: ADR §3 ------------------------------------------------------------------------------
+# -- events: design/0002 §3 ----------------------------------------------------------------------
 
 
 def test_create_starts_captured_with_defaults() -> None:

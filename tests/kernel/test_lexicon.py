@@ -1,4 +1,4 @@
-"""DynamicLexicon (ADR-0002 §7, §13 lexicon row): scopes, aliases, status, decay, expiry, caps, score."""
+"""DynamicLexicon (design/0002 §7, §13 lexicon row): scopes, aliases, status, decay, expiry, caps, score."""
 
 from __future__ import annotations
 

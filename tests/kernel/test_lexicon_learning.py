@@ -1,4 +1,4 @@
-"""Lexicon learning (ADR-0002 §7 动态维护), batches and their caps, bad input, and real jieba."""
+"""Lexicon learning (design/0002 §7), batches and their caps, bad input, and real jieba."""
 
 from __future__ import annotations
 

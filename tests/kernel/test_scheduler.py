@@ -1,4 +1,4 @@
-"""ActivationScheduler (ADR-0002 §13 "scheduler: notBefore、deadline、优先级、snooze")."""
+"""ActivationScheduler (design/0002 §13 "scheduler: notBefore、deadline、优先级、snooze")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ThreadTracker: ADR §13 (thread creation, reply linking, time gap) and the signals beyond it."""
+"""ThreadTracker: design/0002 §13 (thread creation, reply linking, time gap) and the signals beyond it."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def group(tracker: ThreadTracker) -> Group:
     return Group(tracker)
 
 
-# -- ADR §13: thread creation, reply linking, time gap ----------------------------------------------
+# -- design/0002 §13: thread creation, reply linking, time gap --------------------------------------
 
 
 def test_first_message_creates_a_thread(group: Group) -> None:
@@ -149,7 +149,7 @@ def test_plain_adr_recency_rule_when_configured(tracker: ThreadTracker) -> None:
     assert beyond.created
 
 
-# -- signals beyond the ADR: mention, speaker, addressed, terms --------------------------------------
+# -- signals beyond design/0002: mention, speaker, addressed, terms ----------------------------------
 
 
 def test_a_mention_pulls_the_message_into_the_named_persons_thread(group: Group) -> None:

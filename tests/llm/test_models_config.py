@@ -1,4 +1,4 @@
-"""The [models] and [memory_injection] sections: seed 001's names and defaults, refusals by key."""
+"""The [models] and [memory_injection] sections: design/001's names and defaults, refusals by key."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 001's "50+ rounds" check, made deterministic: ten facts planted in rounds 1–10 are all in what
+"""The "50+ rounds" check of design/001, made deterministic: ten facts planted in rounds 1–10 are all in what
 the model is sent at rounds 55–60, carried by the rolling summary (the window holds only the last ten
 rounds), and the raw message a question asks about is retrieved beside it."""
 

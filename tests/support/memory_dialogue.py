@@ -239,7 +239,7 @@ class Dialogue:
         built, prompt = await self.runtime.prepare(
             trigger, chat=CHAT, now=self.now, reason="forced", conversation_thread_id=THREAD
         )
-        if built.session_created:  # seed 001: force_on_session_start
+        if built.session_created:  # design/001: force_on_session_start
             self.session_starts += 1
             await self.layer.injector.note_session_start(CHAT.chat_id, now=self.now)
         sent = prompt.as_messages()

@@ -1,4 +1,4 @@
-"""ToolRegistry (ADR-0002 §10): registration, permissions, unknown tool, bad arguments, timeout,
+"""ToolRegistry (design/0002 §10): registration, permissions, unknown tool, bad arguments, timeout,
 exceptions and oversized results all come back as results the model can act on."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The dynamic keyword lexicon (ADR-0002 §7): terms per (scope, owner), Aho-Corasick matching,
+"""The dynamic keyword lexicon (design/0002 §7): terms per (scope, owner), Aho-Corasick matching,
 learning in batches off the per-message path.
 
 Public API::

@@ -1,4 +1,4 @@
-"""Candidate terms from chat text: segmentation, then filters (ADR-0002 §7 "动态维护").
+"""Candidate terms from chat text: segmentation, then filters (design/0002 §7 "动态维护").
 
 A :class:`Segmenter` splits text into words. :class:`JiebaSegmenter` uses jieba, imported on first
 use: jieba takes about 0.8 s to load its dictionary and segments about 9,000 short messages a

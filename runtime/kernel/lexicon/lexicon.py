@@ -1,6 +1,6 @@
 """DynamicLexicon: keyword terms per (scope, owner), matched with Aho-Corasick, learned in batches.
 
-ADR-0002 §7. Terms live under a :class:`LexiconKey`; a message is matched against the keys that
+design/0002 §7. Terms live under a :class:`LexiconKey`; a message is matched against the keys that
 concern it (global, its group, its thread, the persona, running games, ...). Matching is a query:
 it changes nothing. Learning (:meth:`DynamicLexicon.learn_batch`) runs off the per-message path:
 it reinforces the terms a text contains and proposes new ones from segmentation.

@@ -15,7 +15,7 @@ _DAY = 86_400.0
 
 @dataclass(frozen=True, slots=True)
 class LexiconSettings:
-    """How terms are learned, decay and are capped (ADR-0002 §7 gives the defaults)."""
+    """How terms are learned, decay and are capped (design/0002 §7 gives the defaults)."""
 
     half_life: float = 7 * _DAY
     delete_below: float = 0.05

@@ -19,7 +19,7 @@ from runtime.kernel.lexicon.normalize import normalize_term
 
 
 class LexiconScope(StrEnum):
-    """Who a set of terms belongs to (ADR-0002 §7)."""
+    """Who a set of terms belongs to (design/0002 §7)."""
 
     GLOBAL = "global"
     GROUP = "group"

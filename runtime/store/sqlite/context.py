@@ -1,4 +1,4 @@
-"""Seed 000's tables on SQLite: topic threads, sessions, transcripts, handoffs, tasks, memories."""
+"""The tables of design/000 on SQLite: topic threads, sessions, transcripts, handoffs, tasks, memories."""
 
 from __future__ import annotations
 

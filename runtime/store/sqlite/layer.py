@@ -1,4 +1,4 @@
-"""Seed 001's tables on SQLite (summaries, token ledger, user profiles), episodes and tool calls."""
+"""The tables of design/001 on SQLite (summaries, token ledger, user profiles), episodes and tool calls."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
--- 0001: messages with their full-text index, kernel state, and seed 000's context tables.
+-- 0001: messages with their full-text index, kernel state, and design/000's context tables.
 -- Times are REAL seconds since the epoch; lists and objects are JSON text.
 
 CREATE TABLE messages (

@@ -1,4 +1,4 @@
--- 0002: seed 001's memory layer (summaries, token ledger, user profiles), episodes and tool calls,
+-- 0002: design/001's memory layer (summaries, token ledger, user profiles), episodes and tool calls,
 -- and archived session transcripts.
 
 CREATE TABLE memory_summaries (
