@@ -42,8 +42,8 @@ from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
 from runtime.llm.router import ModelRouter
 from runtime.ports import EdgeContext, Outbound
 from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED, QuietPeriod
-from runtime.store.protocol import Store
 from runtime.store.records import OPEN_SESSION_STATES
+from runtime.store.roles import ContextRows
 from runtime.store.writer import StoreWriter
 
 __all__ = ["Control", "ControlParts"]
@@ -73,7 +73,7 @@ class ControlParts:
     kernel: Kernel
     room: WaitingRoom
     router: ModelRouter
-    store: Store
+    store: ContextRows
     writer: StoreWriter
     context: ContextRuntime
     outbound: Outbound

@@ -69,8 +69,8 @@ from runtime.llm.router import ModelRouter
 from runtime.memory.layers import MemoryLayer
 from runtime.ports import Outbound
 from runtime.store.kernel_state import chat_message
-from runtime.store.protocol import Store
 from runtime.store.records import SpeechRecord, StoredMessage
+from runtime.store.roles import ReplyRows
 from runtime.store.writer import StoreWriter
 from runtime.tools import ToolRegistry
 
@@ -121,7 +121,7 @@ class DriverParts:
     tools: ToolRegistry
     director: LifeDirector
     router: ModelRouter
-    store: Store
+    store: ReplyRows
     writer: StoreWriter
     context: ContextRuntime
     memory: MemoryLayer | None

@@ -30,8 +30,9 @@ from runtime.extensions import ChatActivityLog, LifeDirector, LifeSettings
 from runtime.kernel.kernel import Kernel
 from runtime.lifetime import Lifetime
 from runtime.llm.tokens import TokenLedger
-from runtime.store.protocol import RestorePolicy, Store
+from runtime.store.protocol import RestorePolicy
 from runtime.store.restore import prune_runtime_state
+from runtime.store.roles import EventRows
 
 __all__ = ["Maintenance", "MaintenanceStatistics"]
 
@@ -51,7 +52,7 @@ class Maintenance:
     def __init__(
         self,
         kernel: Kernel,
-        store: Store,
+        store: EventRows,
         *,
         clock: Callable[[], float],
         app: AppConfig,

@@ -45,8 +45,9 @@ from runtime.ports import QuietGates
 from runtime.quiet import QUIET_FILE, QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
 from runtime.store.errors import StoreError
 from runtime.store.kernel_state import chat_message, event_record, restore_kernel, save_lexicon_changes
-from runtime.store.protocol import RestorePolicy, Store
+from runtime.store.protocol import RestorePolicy
 from runtime.store.records import StoredMessage
+from runtime.store.roles import SavedStateRows
 from runtime.store.writer import StoreWriter
 
 __all__ = [
@@ -92,7 +93,7 @@ class StatePersistence:
     def __init__(
         self,
         kernel: Kernel,
-        store: Store,
+        store: SavedStateRows,
         writer: StoreWriter,
         *,
         restore_policy: RestorePolicy,

@@ -389,3 +389,14 @@ class RecallRows(MemoryRows, ConversationRows, Protocol):
 @runtime_checkable
 class SummaryRows(MemoryLayerRows, MessageRows, Protocol):
     """The memory layer's rows and the messages its rolling summaries are written from."""
+
+
+@runtime_checkable
+class ReplyRows(MessageRows, EpisodeRows, Protocol):
+    """What the episode driver reads and writes: messages (the trigger after a restart) and episodes."""
+
+
+@runtime_checkable
+class SavedStateRows(EventRows, LexiconRows, LedgerRows, EpisodeRows, RuntimeStateRows, Protocol):
+    """What the runtime's persistence saves and restores: events and speeches, lexicon changes, the
+    token ledger, waiting episodes, and the restored state as one read."""
