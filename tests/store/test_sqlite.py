@@ -233,6 +233,32 @@ async def test_writes_wait_out_a_lock_and_the_writer_loses_nothing(tmp_path: Pat
         await store.close()
 
 
+async def test_a_close_cut_short_behind_a_locked_write_leaves_no_thread_keeping_the_process_alive(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / DB_FILENAME
+    before = set(threading.enumerate())
+    store = await SqliteStore.open(path, config=StoreConfig(busy_timeout_ms=500, lock_retries=1))
+    workers = [t for t in threading.enumerate() if t not in before and "connection_worker" in t.name]
+    assert workers, "the store's connections run in threads of their own"
+    thread, release = await _locked(path, whole_file=False)
+    try:
+        writing = asyncio.ensure_future(store.write([SpeechRecord(G1, 1.0)]))
+        await asyncio.sleep(0.05)  # the write is waiting on the lock, holding the store's write lock
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.1):  # the shutdown's share for closing the store
+                await store.close()
+        # The threads end once the statement they run returns, without anyone awaiting them.
+        for worker in workers:
+            await asyncio.to_thread(worker.join, 5)
+            assert not worker.is_alive(), "a connection thread outlived its cut-short close"
+        with pytest.raises(Exception):  # noqa: B017 - the write died with the store, whatever it says
+            await writing
+    finally:
+        release.set()
+        await asyncio.to_thread(thread.join, 5)
+
+
 async def test_concurrent_reads_and_writes_share_one_connection_safely(tmp_path: Path) -> None:
     store = await SqliteStore.open(tmp_path / DB_FILENAME)
     try:

@@ -113,19 +113,27 @@ class SqliteBase:
         if self._closed:
             return
         self._closed = True
-        async with self._lock:
-            try:
-                # Fold the WAL back into the main file so a copied database file is complete; a
-                # database another process keeps locked must not hold the shutdown for long.
-                await self._db.execute(f"PRAGMA busy_timeout = {int(self._config.write_wait_ms)}")
-                await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.Error as exc:
-                log.warning("store.checkpoint_failed", path=str(self._path), error=str(exc))
-            finally:
-                if self._reader is not self._db:
-                    async with self._read_lock:
-                        await self._reader.close()
-                await self._db.close()
+        try:
+            async with self._lock:
+                try:
+                    # Fold the WAL back into the main file so a copied database file is complete; a
+                    # database another process keeps locked must not hold the shutdown for long.
+                    await self._db.execute(f"PRAGMA busy_timeout = {int(self._config.write_wait_ms)}")
+                    await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error as exc:
+                    log.warning("store.checkpoint_failed", path=str(self._path), error=str(exc))
+                finally:
+                    if self._reader is not self._db:
+                        async with self._read_lock:
+                            await self._reader.close()
+                    await self._db.close()
+        except BaseException:
+            # Cut short (the shutdown's deadline passed, say behind a write waiting on a lock): the
+            # connections' threads must not keep the process alive. Each closes its connection and
+            # ends once the statement it is running returns.
+            for connection in {id(self._db): self._db, id(self._reader): self._reader}.values():
+                connection.stop()
+            raise
 
     async def _retry(self, what: str, op: Callable[[], Awaitable[Any]]) -> Any:
         return await retrying(
