@@ -73,3 +73,23 @@ async def test_disable_stops_the_bot_in_that_group_and_enable_survives_a_restart
     with sqlite3.connect(data_dir / "greywind.sqlite3") as db:
         stored = [row[0] for row in db.execute("SELECT text FROM messages WHERE chat_id = ?", (OFF,))]
     assert any("密码是蓝鲸" in text for text in stored)
+
+
+async def test_a_reminder_due_in_a_disabled_group_is_not_sent_there(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(
+        {
+            "tool_calls": [
+                {"name": "schedule_message", "arguments": {"text": "该喝水了", "delay_minutes": 10}}
+            ]
+        },
+        reply("好，十分钟后提醒你"),
+    )
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 十分钟后提醒我喝水", chat=OFF, addressed=True)
+        await h.settle()
+        assert h.outbound.texts() == ["好，十分钟后提醒你"]
+        await h.runtime.control.set_group(OFF, False, by="1")
+        await h.advance(11 * 60)
+        assert h.outbound.texts() == ["好，十分钟后提醒你"]
