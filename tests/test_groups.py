@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.app.group_gate import DISABLED, GroupGatedOutbound
 from runtime.commands import admin_registry
 from runtime.commands.spec import Command, Usage
 from runtime.config import ConfigError, parse_config
 from runtime.groups import GroupPolicy
+from runtime.ports import GateVerdict
+from tests.support.fake_edge import FakeOutbound
 
 A = "qq:10001:group:5000"
 B = "qq:10002:group:5000"  # the same group, heard through another account
@@ -105,3 +108,17 @@ def test_enable_and_disable_are_declared_commands_with_help() -> None:
     assert "enable [g群号]" in specs["enable"].help
     assert specs["disable"].permission == "superuser"
     assert "disable [g群号]" in specs["disable"].help
+
+
+@pytest.mark.anyio
+async def test_the_runtimes_outbound_is_closed_in_a_disabled_group_except_for_answers_to_commands() -> None:
+    edge = FakeOutbound()
+    policy = GroupPolicy(allow=["5000"])
+    outbound = GroupGatedOutbound(edge, policy)
+    assert outbound.gate(OTHER) == GateVerdict(False, DISABLED)
+    assert outbound.gate(A).open
+    refused = await outbound.send(OTHER, "在吗")
+    assert (refused.sent, refused.reason) == (False, DISABLED)
+    assert (await outbound.send(OTHER, "已启用", admin=True)).sent
+    assert (await outbound.send(A, "我在")).sent
+    assert edge.texts() == ["已启用", "我在"]
