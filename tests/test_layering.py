@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("config", "tools", "addressing", "quiet", "urgency", "unicode_safe", "logs", "lifetime"),
     ("kernel",),
-    ("store", "llm", "ports"),
+    ("store", "llm", "ports", "groups"),
     ("episodes", "context", "commands"),
     ("memory", "extensions"),
     ("app", "replay"),

@@ -123,6 +123,9 @@ class EdgeControl:
     async def bind(self, chat_id: str, thread: str, vision: str | None) -> str:
         return self.NOT_WIRED
 
+    async def set_group(self, chat_id: str, on: bool, *, by: str) -> str:
+        return self.NOT_WIRED
+
 
 @dataclass(frozen=True, slots=True)
 class LoggingGatewayStatistics:

@@ -17,7 +17,8 @@ model, tools and store.
     extensions.py   loads the extensions (the built-in tools and game, config modules, entry points)
     reminders.py    reminders as kernel activations, for the schedule_message extension
     control.py      the admin commands and mute words (RuntimeControl)
-    persistence.py  restore on start, incremental saves, quiet periods
+    persistence.py  restore on start, incremental saves, quiet periods, group overrides
+    group_gate.py   the runtime's outbound, closed in the groups the bot does not live in
     maintenance.py  periodic jobs: save, lexicon learning, housekeeping, the LifeDirector tick
     ids.py          ids unique across restarts that can give a restored thread its old id
 

@@ -32,6 +32,7 @@ from runtime.app.control import Control, ControlParts
 from runtime.app.core import CoreParts, core_parts
 from runtime.app.episodes import DriverParts, EpisodeDriver
 from runtime.app.extensions import load_extensions
+from runtime.app.group_gate import GroupGatedOutbound
 from runtime.app.loop import ActivationLoop
 from runtime.app.maintenance import Maintenance
 from runtime.app.parts import open_context
@@ -193,6 +194,7 @@ def _persistence(core: CoreParts, storage: StorageParts, edge: EdgeContext) -> S
         deliveries=core.deliveries,
         quiet=core.quiet,
         gates=edge.outbound.gates,
+        groups=core.groups,
         data_dir=edge.data_dir,
     )
 
@@ -224,7 +226,7 @@ def _driver(
             writer=storage.writer,
             context=storage.context,
             memory=storage.memory,
-            outbound=edge.outbound,
+            outbound=GroupGatedOutbound(edge.outbound, core.groups),
             recent=core.recent,
             why=core.why,
             recalled=core.recalled,
@@ -256,9 +258,10 @@ def _control(
             store=storage.store,
             writer=storage.writer,
             context=storage.context,
-            outbound=edge.outbound,
+            outbound=GroupGatedOutbound(edge.outbound, core.groups),
             persistence=persistence,
             quiet=core.quiet,
+            groups=core.groups,
             why=core.why,
             loop=loop,
             driver=driver,

@@ -14,6 +14,9 @@
 * ``lexicon list|add|pin|suppress`` — the chat's group key of the dynamic lexicon.
 * ``persona reload`` — re-reads ``[persona]`` from the config file; a bad value is refused with the
   key named and the running persona kept.
+* ``enable`` / ``disable`` — whether the bot lives in a group (:mod:`runtime.groups`): kept in the
+  data directory, over the config's ``[groups]``; disabling withdraws the chat's pending activations
+  as a quiet period does. Both show in ``status``.
 * ``bind`` — binds the chat to a topic thread (an id, or a title: a new thread is made), with its
   vision, through the context's ThreadResolver.
 """
@@ -36,6 +39,7 @@ from runtime.config.app import AppConfig
 from runtime.context.packet import PersonaSlot
 from runtime.context.setup import ContextRuntime
 from runtime.episodes import WaitingRoom
+from runtime.groups import GroupPolicy
 from runtime.kernel.events import EventState
 from runtime.kernel.kernel import PERSONA_KEY, Kernel
 from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
@@ -79,6 +83,7 @@ class ControlParts:
     outbound: Outbound
     persistence: StatePersistence
     quiet: dict[str, QuietPeriod]  # the runtime's, shared with its persistence
+    groups: GroupPolicy  # the runtime's: the groups the bot lives in
     why: WhyLog
     loop: ActivationLoop  # for its statistics
     driver: EpisodeDriver  # for its statistics
@@ -113,6 +118,7 @@ class Control:
             f"回合：{driver.episodes} 次（回复 {driver.replied}，等待 {driver.waiting}，模型失败 "
             f"{driver.model_failures}），进行中 {loop.running}",
             f"今日 token：{ledger.day_total(today)}",
+            rt.groups.describe(),
             self._storage(now),
         ]
         return "\n".join(lines)
@@ -153,7 +159,7 @@ class Control:
         tokens = f"{used}" + (f"（余 {remaining}）" if remaining is not None else "")
         gate = rt.outbound.gate(chat_id)
         lines = [
-            f"{chat_id}：",
+            f"{chat_id}：" + ("" if rt.groups.enabled(chat_id) else "已停用（只记录消息，不发言）"),
             f"预算：{budget}",
             f"队列：{len(queue)} 个待激活（" + "，".join(sorted({e.kind for e in queue})) + "）"
             if queue
@@ -242,6 +248,25 @@ class Control:
         for chat in [c for c, period in quiet.items() if period.until is not None and period.until <= now]:
             del quiet[chat]
         return dict(quiet)
+
+    # -- the groups the bot lives in --------------------------------------------------------------
+
+    async def set_group(self, chat_id: str, on: bool, *, by: str) -> str:
+        rt = self._rt
+        changed = rt.groups.set(chat_id, on)
+        saved = rt.persistence.save_groups(rt.groups.overrides())
+        withdrawn = 0
+        if not on:
+            now = rt.clock()
+            for event in rt.kernel.events.list(chat_id=chat_id, states=_WAITING):
+                if event.kind == "message" and rt.kernel.cancel(event.id, now, reason="group disabled"):
+                    withdrawn += 1
+        log.info("group_set", chat_id=chat_id, on=on, by=by, changed=changed, withdrawn=withdrawn)
+        if on:
+            answer = f"{chat_id} 已启用：{rt.persona.name}会在这里说话。"
+        else:
+            answer = f"{chat_id} 已停用：{rt.persona.name}在这里只记录消息、不发言（/enable 恢复）。"
+        return answer if saved else answer + "（没能写入数据目录，重启后会失效）"
 
     # -- lexicon ----------------------------------------------------------------------------------
 

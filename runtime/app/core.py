@@ -20,6 +20,7 @@ from runtime.context.builder import RecentBuffer
 from runtime.episodes import EpisodeSettings, WaitingRoom, tool_registry_from_config
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
 from runtime.extensions.listeners import MessageListeners
+from runtime.groups import GroupPolicy
 from runtime.kernel.clock import Clock
 from runtime.kernel.kernel import Kernel
 from runtime.kernel.settings import KernelSettings
@@ -66,6 +67,7 @@ class CoreParts:
     deliveries: RecentDeliveries
     why: WhyLog
     quiet: dict[str, QuietPeriod]
+    groups: GroupPolicy  # the groups the bot lives in (config, then /enable and /disable)
     recalled: OrderedDict[tuple[str, str], None]
     router: ModelRouter
     model_ready: bool
@@ -106,6 +108,7 @@ def core_parts(edge: EdgeContext, router: ModelRouter | None = None) -> CorePart
         deliveries=RecentDeliveries(),
         why=WhyLog(config.runtime.why_per_chat),
         quiet={},
+        groups=GroupPolicy(config.groups.allow, config.groups.deny),
         recalled=OrderedDict(),
         router=router,
         model_ready=edge.model_configured and router.configured,

@@ -17,7 +17,8 @@ are written only while they can matter after a restart (non-terminal), plus once
 so the stored copy never resurrects a finished activation. An event whose loss would break a promise
 (a reminder the model has just confirmed) is committed at once instead (:meth:`commit_event`).
 Quiet periods are a small JSON file in the data directory (chat -> until and kind), written when they
-change.
+change; so are the ``/enable`` and ``/disable`` overrides of the groups the bot lives in (chat -> on),
+put back into the runtime's :class:`~runtime.groups.GroupPolicy` on start.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from runtime.context.sessions import SessionManager
 from runtime.episodes import RESUME_KIND, WaitingRoom, episode_id_of
 from runtime.episodes.persist import from_store_record
 from runtime.extensions import ChatActivityLog
+from runtime.groups import GROUPS_FILE, GroupPolicy
 from runtime.kernel.events import TERMINAL_STATES, BotEvent
 from runtime.kernel.kernel import Kernel
 from runtime.llm.tokens import LedgerEntry, TokenLedger
@@ -107,6 +109,7 @@ class StatePersistence:
         quiet: dict[str, QuietPeriod],
         gates: QuietGates,
         data_dir: Path,
+        groups: GroupPolicy | None = None,
     ) -> None:
         self._kernel = kernel
         self._store = store
@@ -122,6 +125,7 @@ class StatePersistence:
         self._quiet = quiet  # the runtime's, shared with its control
         self._gates = gates
         self._data_dir = data_dir
+        self._groups = groups
         self._saved: dict[str, BotEvent] = {}  # event id -> the value last written while open
         self._ledger_saved: dict[tuple[str, str], LedgerEntry] = {}
         self._saves = 0
@@ -141,6 +145,7 @@ class StatePersistence:
         interrupted = await self._sessions.mark_open_sessions_interrupted(now)
         ledger = await self._restore_ledger(now)
         quiet = self._load_quiet(now)
+        self._load_groups()
         if self._injector is not None:
             await self._injector.resume(now)
         report = RestoreReport(
@@ -296,6 +301,43 @@ class StatePersistence:
                 period = QuietPeriod(None if until is None else float(until), kind)
                 self._quiet[chat_id] = period
                 self._gates.quiet(chat_id, period.until, period.kind)
+                restored += 1
+        return restored
+
+    # -- the groups the bot lives in --------------------------------------------------------------
+
+    @property
+    def groups_path(self) -> Path:
+        return self._data_dir / GROUPS_FILE
+
+    def save_groups(self, overrides: Mapping[str, bool]) -> bool:
+        """Write the ``/enable`` and ``/disable`` overrides (chat -> on); atomic replace. Whether
+        it was written (a failure is logged; the running bot keeps the override)."""
+        path = self.groups_path
+        temporary = path.with_suffix(".tmp")
+        try:
+            temporary.write_text(json.dumps(dict(overrides), sort_keys=True), encoding="utf-8")
+            os.replace(temporary, path)
+        except OSError as exc:
+            log.warning("groups_save_failed", path=str(path), error=repr(exc))
+            return False
+        return True
+
+    def _load_groups(self) -> int:
+        if self._groups is None or not self.groups_path.exists():
+            return 0
+        try:
+            data = json.loads(self.groups_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("groups_file_unreadable", path=str(self.groups_path), error=repr(exc))
+            return 0
+        if not isinstance(data, dict):
+            log.warning("groups_file_unreadable", path=str(self.groups_path), error="not a JSON object")
+            return 0
+        restored = 0
+        for chat_id, on in data.items():
+            if isinstance(on, bool):
+                self._groups.set(chat_id, on)
                 restored += 1
         return restored
 

@@ -8,6 +8,8 @@
     /lexicon add <term> [weight]       /lexicon pin <term>       /lexicon suppress <term>
     /persona reload
     /bind <topic thread> [vision ...]  bind this group to a topic thread, with its vision
+    /enable [g<group>]                 the bot lives in the group (speaks, spends the model)
+    /disable [g<group>]                the bot only listens there (messages stored, commands answered)
     /help
 
 ``g<group>`` (or ``group:<id>``) aims a command at another group heard through the same account as
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 
 from runtime.commands.registry import CommandRegistry
-from runtime.commands.spec import Command, CommandCall, CommandSpec, Usage
+from runtime.commands.spec import Command, CommandCall, CommandSpec, Parser, Usage
 from runtime.kernel.message import ChatKey
 
 __all__ = ["ADMIN_COMMANDS", "admin_registry", "parse_duration"]
@@ -111,6 +113,16 @@ def _bind(rest: list[str], target: str, origin: str) -> Command | Usage:
     return Command("bind", target, (rest[0], " ".join(rest[1:])))
 
 
+def _group_switch(on: bool) -> Parser:
+    def parse(rest: list[str], target: str, origin: str) -> Command | Usage:
+        name = "enable" if on else "disable"
+        if rest or ChatKey.parse(target).is_private:
+            return Usage(f"用法：/{name} [g群号]（不写群号则是本群）")
+        return Command(name, target)
+
+    return parse
+
+
 # -- handlers -----------------------------------------------------------------------------------------
 
 
@@ -153,6 +165,10 @@ async def _run_bind(command: Command, call: CommandCall) -> str:
     return await call.control.bind(command.chat_id, thread, vision or None)
 
 
+async def _run_group_switch(command: Command, call: CommandCall) -> str:
+    return await call.control.set_group(command.chat_id, command.name == "enable", by=call.by)
+
+
 ADMIN_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("status", "{prefix}status [g群号]", _run_status, _status),
     CommandSpec("why", "{prefix}why [消息id]", _run_why, _why),
@@ -163,6 +179,8 @@ ADMIN_COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec("persona", "{prefix}persona reload", _run_persona, _persona),
     CommandSpec("bind", "{prefix}bind <主题> [愿景]", _run_bind, _bind),
+    CommandSpec("enable", "{prefix}enable [g群号]", _run_group_switch, _group_switch(True)),
+    CommandSpec("disable", "{prefix}disable [g群号]", _run_group_switch, _group_switch(False)),
 )
 
 

@@ -8,6 +8,7 @@ from runtime.config.bot import BotConfig, OutboundConfig
 from runtime.config.context import ContextConfig
 from runtime.config.episodes import EpisodesConfig
 from runtime.config.extensions import ExtensionsConfig
+from runtime.config.groups import GroupsConfig
 from runtime.config.kernel import AttentionConfig, BudgetConfig, SchedulingConfig
 from runtime.config.lexicon import LexiconConfig
 from runtime.config.life import LifeConfig
@@ -35,3 +36,4 @@ class GreyWindConfig(Section):
     store: StoreConfig = StoreConfig()
     runtime: AppConfig = AppConfig()
     extensions: ExtensionsConfig = ExtensionsConfig()
+    groups: GroupsConfig = GroupsConfig()

@@ -176,6 +176,10 @@ class RecordingControl:
         self.calls.append(("bind", chat_id, thread, vision))
         return "bound"
 
+    async def set_group(self, chat_id: str, on: bool, *, by: str) -> str:
+        self.calls.append(("set_group", chat_id, on, by))
+        return "enabled" if on else "disabled"
+
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
@@ -194,6 +198,9 @@ class RecordingControl:
         ("/persona reload", ("persona_reload",), "reloaded"),
         ("/bind 看番 一起看完", ("bind", GROUP, "看番", "一起看完"), "bound"),
         ("/bind 看番", ("bind", GROUP, "看番", None), "bound"),
+        ("/enable", ("set_group", GROUP, True, "7"), "enabled"),
+        ("/disable", ("set_group", GROUP, False, "7"), "disabled"),
+        ("/disable g2002", ("set_group", "group:2002", False, "7"), "disabled"),
     ],
 )
 async def test_dispatch_reaches_the_control(text: str, call: tuple[object, ...], answer: str) -> None:

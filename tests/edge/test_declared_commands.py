@@ -124,5 +124,6 @@ async def test_a_failing_command_is_answered_with_an_apology_and_the_chat_goes_o
 def test_the_builtin_help_text_is_unchanged() -> None:
     assert HELP == (
         "命令：/status [g群号] · /why [消息id] · /mute [g群号] [30m|2h|1d] · /unmute [g群号] · "
-        "/lexicon list|add <词> [权重]|pin <词>|suppress <词> · /persona reload · /bind <主题> [愿景] · /help"
+        "/lexicon list|add <词> [权重]|pin <词>|suppress <词> · /persona reload · /bind <主题> [愿景] · "
+        "/enable [g群号] · /disable [g群号] · /help"
     )
