@@ -5,7 +5,8 @@ plugin's matchers (``handle_message``, ``handle_notice``) and lifespan hooks (``
 imports no NoneBot machinery beyond the OneBot event models, so tests build it directly.
 
 A message's path: convert (never raises; a failure is logged and counted) -> a declared command (any
-from a superuser, one declared for members from anyone) is answered and goes no further -> the unmute
+from a superuser, one declared for members from anyone; addressed to the bot, an unknown command or
+one the sender may not run gets a plain refusal) is answered and goes no further -> the unmute
 phrase lifts a quiet period -> a mute word addressed to the bot opens one (and the message reaches the
 runtime as not addressed, so it costs no model call) -> the message is queued for the gateway on its
 chat's turn (addressed messages, pokes and commands in the dispatcher's priority line, served first).
@@ -299,16 +300,19 @@ class Edge:
 
     def command_of(self, inbound: Inbound) -> Command | Usage | None:
         """The declared command ``inbound`` is, if it is one its sender may run (a superuser any; a
-        member only those declared for members)."""
+        member only those declared for members); addressed to the bot, an unknown command or one the
+        sender may not run is a plain refusal (a :class:`Usage`)."""
         message = inbound.message
         if message.from_self:
             return None
-        return commands_of(self.gateway).parse(
-            inbound.body,
-            chat_id=message.chat_id,
-            prefix=self.config.bot.command_prefix,
-            superuser=message.sender_id in self.superusers,
-        )
+        registry = commands_of(self.gateway)
+        prefix, superuser = self.config.bot.command_prefix, message.sender_id in self.superusers
+        command = registry.parse(inbound.body, chat_id=message.chat_id, prefix=prefix, superuser=superuser)
+        if command is None and message.addressed:
+            # Written as a command to the bot, but none it takes from this sender: a plain answer,
+            # not a model call that would invent one. Unaddressed, it may be another bot's command.
+            return registry.refusal(inbound.body, prefix=prefix, superuser=superuser)
+        return command
 
     async def deliver(self, inbound: Inbound, account: str, key: JournalKey | None = None) -> None:
         """A converted message's path (commands, quiet words, the gateway), heard through ``account``;

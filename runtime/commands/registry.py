@@ -2,7 +2,9 @@
 
 ``parse`` finds the command a message is (prefix, name or alias, an optional ``g<group>`` /
 ``group:<id>`` target anywhere among the arguments, then the command's own parser) and answers None
-when the text is not a command this sender may run: a member's ``/status`` is an ordinary message.
+when the text is not a command this sender may run: a member's ``/status`` is an ordinary message
+to ``parse``; ``refusal`` is the plain answer the edge gives instead when such a text is addressed
+to the bot (no such command; a command only superusers may run), so no model invents one.
 ``{prefix}help`` belongs to the registry itself: it lists the declarations the sender may run, in
 declaration order, ``help`` last.
 ``dispatch`` runs a parsed command (a parser may name what it parsed ``<name>_<action>``, as
@@ -21,12 +23,15 @@ import structlog
 from runtime.commands.spec import Command, CommandCall, CommandSpec, Usage
 from runtime.kernel.message import ChatKey, ChatKind
 
-__all__ = ["FAILED", "CommandRegistry", "DuplicateCommandError"]
+__all__ = ["FAILED", "SUPERUSERS_ONLY", "UNKNOWN", "CommandRegistry", "DuplicateCommandError"]
 
 log = structlog.get_logger("greywind.commands")
 
 FAILED = "命令执行出错，详情见日志。"
 HELP_NAME = "help"
+UNKNOWN = "没有这个命令，{prefix}help 看看有哪些"
+SUPERUSERS_ONLY = "这个命令只有管理员能用。"
+_COMMAND_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?=\s|$)")
 _TARGET = re.compile(r"(?:g|group:)(\d{4,12})", re.IGNORECASE)
 
 
@@ -105,6 +110,20 @@ class CommandRegistry:
         if spec.parse is None:
             return Command(spec.name, target, tuple(rest))
         return spec.parse(rest, target, chat_id)
+
+    def refusal(self, body: str, *, prefix: str = "/", superuser: bool = True) -> Usage | None:
+        """The plain answer to ``body`` when it is written as a command (the prefix, then a latin
+        word) that :meth:`parse` does not take from this sender: no such command, or one only a
+        superuser may run. None for any other text (``/`` alone, ``今天/明天``, ``/ 空格``)."""
+        text = body.strip()
+        match = _COMMAND_WORD.match(text[len(prefix) :]) if text.startswith(prefix) else None
+        if match is None:
+            return None
+        head = match.group(0).lower()
+        spec = self._words.get(head)
+        if spec is not None or head == HELP_NAME:
+            return None if superuser else Usage(SUPERUSERS_ONLY)
+        return Usage(UNKNOWN.format(prefix=prefix))
 
     def permission_of(self, command: Command | Usage) -> str:
         spec = self._specs.get(command.name) if isinstance(command, Command) else None
