@@ -5,7 +5,8 @@
   the loop's alarm, chats with most tokens today, the store writer (queue, failures, drops; since
   when and why while commits fail — also in a chat's status then).
 * ``why`` — the attention score, decision and reasons of a message (by id, else the chat's latest),
-  from a bounded map of recent ingest results per chat.
+  from a bounded map of recent ingest results per chat. The kernel's reason codes are said in Chinese
+  (:mod:`runtime.app.reasons_zh`); the codes themselves stay as the kernel wrote them.
 * ``mute`` / ``unmute`` — a quiet period: the edge has already closed or opened the send gate (so
   nothing, forced or not, is sent there); the runtime keeps it (and its kind: asked for by a member
   with a mute word, or imposed by a superuser's ``/mute``) across restarts and withdraws the chat's
@@ -30,6 +31,7 @@ from runtime.app.episodes import EpisodeDriver
 from runtime.app.loop import ActivationLoop
 from runtime.app.persistence import StatePersistence
 from runtime.app.persona import Persona
+from runtime.app.reasons_zh import action_zh, decision_zh, reason_zh, state_zh
 from runtime.app.why import WhyLog
 from runtime.config import ConfigError, load_config
 from runtime.config.app import AppConfig
@@ -142,7 +144,7 @@ class Control:
             budget = (
                 f"本窗口发言 {stats.normal_in_window}（被点名 {stats.forced_in_window}），上次 "
                 f"{_ago(now, stats.last_speech_at)}；"
-                + ("现在可以主动发言" if verdict.allowed else f"暂不主动发言（{verdict.reason}）")
+                + ("现在可以主动发言" if verdict.allowed else f"暂不主动发言：{reason_zh(verdict.reason)}")
             )
         queue = rt.kernel.events.list(chat_id=chat_id, states=_WAITING)
         threads = rt.kernel.threads.recent(chat_id, now, limit=50)
@@ -178,10 +180,11 @@ class Control:
         skip = event.payload.get("skip_reason")
         lines = [
             f"消息 {result.message.message_id}（{result.message.sender_name or result.message.sender_id}）：",
-            f"注意力 {attention.score:.2f} → {attention.decision.value}；处理：{result.action.value}"
-            f"（{result.reason}）",
-            "理由：" + ("；".join(attention.reasons) if attention.reasons else "无"),
-            f"事件 {event.id}：{event.state.value}" + (f"（{skip}）" if skip else ""),
+            f"注意力 {attention.score:.2f} → {decision_zh(attention.decision.value)}；"
+            f"处理：{action_zh(result.action.value)}（{reason_zh(result.reason)}）",
+            "理由：" + ("；".join(map(reason_zh, attention.reasons)) if attention.reasons else "无"),
+            f"事件 {event.id}：{state_zh(event.state.value)}"
+            + (f"（{reason_zh(str(skip))}）" if skip else ""),
         ]
         if result.keyword_hits:
             lines.append("关键词：" + "，".join(dict.fromkeys(hit.term for hit in result.keyword_hits)))

@@ -108,3 +108,19 @@ async def test_the_status_names_the_configured_persona(
         status = await h.runtime.control.status(None)
     assert status.startswith("小岚在线（正常发言）")
     assert "灰风" not in status
+
+
+async def test_why_and_status_say_the_kernel_s_reasons_in_chinese(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("在")})
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        why = await h.runtime.control.why("group:500", None)
+        status = await h.runtime.control.status("group:500")  # the reply started the cooldown
+    assert "被点名（有人直接对我说话）" in why
+    assert "forced" not in why
+    assert "addressed" not in why
+    assert "暂不主动发言：主动发言冷却中（上次发言后 90 秒内）" in status
+    assert "cooldown" not in status
