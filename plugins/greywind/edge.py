@@ -170,6 +170,7 @@ class Edge:
             superusers=self.superusers,
             clock=clock,
             edge_status=self.status_text,
+            edge_summary=self.summary_text,
             rename=self.rename,
             addressed=self.addressed,
             chat_bindings=lambda: self.owners.bindings(PLATFORM),
@@ -519,6 +520,14 @@ class Edge:
         closed = self.gates.closed(self.clock())
         if closed:
             lines.append("不发言：" + "，".join(f"{chat} {v.label}" for chat, v in closed.items()))
+        return "\n".join(lines)
+
+    def summary_text(self) -> str:
+        """The short form of :meth:`status_text`: the accounts, the groups heard, the closed chats."""
+        lines = [self._accounts_line() + f"；群 {self.owners.group_count()} 个"]
+        closed = self.gates.closed(self.clock())
+        if closed:
+            lines.append(f"不发言：{len(closed)} 个聊天")
         return "\n".join(lines)
 
     def _accounts_line(self) -> str:

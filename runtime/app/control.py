@@ -1,7 +1,9 @@
 """The admin commands and mute words, answered by the runtime (``RuntimeControl``).
 
-* ``status`` — per chat: budget (speeches in window, next allowed), queue (pending activations),
-  conversation threads, open sessions, tokens today; for the whole bot: the edge's lines, episodes,
+* ``status`` — for the whole bot, one short message (model, accounts and groups, tokens today,
+  shadow mode); ``full`` adds every figure. Per chat: budget (speeches in window, next allowed),
+  queue (pending activations), conversation threads, open sessions, tokens today; for the whole bot
+  in full: the edge's lines, episodes,
   the loop's alarm, chats with most tokens today, the store writer (queue, failures, drops; since
   when and why while commits fail — also in a chat's status then).
 * ``why`` — the attention score, decision and reasons of a message (by id, else the chat's latest),
@@ -92,15 +94,34 @@ class Control:
 
     # -- status / why -----------------------------------------------------------------------------
 
-    async def status(self, chat_id: str | None) -> str:
+    async def status(self, chat_id: str | None, *, full: bool = False) -> str:
         rt = self._rt
         now = rt.clock()
         head = f"{rt.persona.name}在线（{'影子模式：只看不说' if rt.edge.shadow_mode else '正常发言'}）"
         if not rt.model_ready:
             head += "；未配置模型"
-        if chat_id is None:
+        if chat_id is None and full:
             return "\n".join(part for part in (head, rt.edge.edge_status(), self._overview(now)) if part)
+        if chat_id is None:
+            return "\n".join(part for part in (head, *self._summary(now)) if part)
         return "\n".join((head, await self._chat_status(chat_id, now)))
+
+    def _summary(self, now: float) -> list[str]:
+        """The whole bot in a few lines: the model, the accounts and groups, today's tokens; storage
+        only when it is in trouble; where the rest is."""
+        rt = self._rt
+        chain = rt.router.chain("chat") if rt.model_ready else ()
+        ledger = rt.router.ledger
+        lines = [
+            f"模型：{chain[0].model}" if chain else "",
+            rt.edge.edge_summary(),
+            f"今日 token：{ledger.day_total(ledger.day_of(now))}",
+        ]
+        writer = rt.writer.statistics()
+        if writer.failing_since is not None or writer.dropped:
+            lines.append(self._storage(now))
+        lines.append(f"详情：{rt.edge.config.bot.command_prefix}status full")
+        return lines
 
     def _overview(self, now: float) -> str:
         rt = self._rt

@@ -1,6 +1,6 @@
 """The built-in admin commands, as declarations (superusers only; prefix ``bot.command_prefix``)::
 
-    /status [g<group>]                 budgets, queue, threads, sessions, tokens today
+    /status [g<group>] [full|-v]       budgets, queue, threads, sessions, tokens today (full: all figures)
     /why [message id]                  attention score and reasons of a message (default: the last)
     /mute [g<group>] [30m|2h|1d]       quiet period (no duration: until /unmute)
     /unmute [g<group>]
@@ -53,13 +53,18 @@ def parse_duration(text: str) -> float | None:
     return seconds if seconds > 0 else None
 
 
+# ``/status full`` (or ``-v``): every figure, not the short overview.
+_FULL_WORDS = frozenset({"full", "-v", "--verbose", "详细"})
+
+
 # -- parsers ------------------------------------------------------------------------------------------
 
 
 def _status(rest: list[str], target: str, origin: str) -> Command:
     # From a private chat without a target: the whole bot, not that private chat.
     whole = target == origin and ChatKey.parse(origin).is_private
-    return Command("status", "" if whole else target)
+    full = any(word.lower() in _FULL_WORDS for word in rest)
+    return Command("status", "" if whole else target, ("full",) if full else ())
 
 
 def _why(rest: list[str], target: str, origin: str) -> Command:
@@ -115,6 +120,8 @@ def _bind(rest: list[str], target: str, origin: str) -> Command | Usage:
 
 
 async def _run_status(command: Command, call: CommandCall) -> str:
+    if command.args == ("full",):
+        return await call.control.status(command.chat_id or None, full=True)
     return await call.control.status(command.chat_id or None)
 
 

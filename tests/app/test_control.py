@@ -124,3 +124,23 @@ async def test_why_and_status_say_the_kernel_s_reasons_in_chinese(
     assert "addressed" not in why
     assert "暂不主动发言：主动发言冷却中（上次发言后 90 秒内）" in status
     assert "cooldown" not in status
+
+
+async def test_the_whole_bot_status_is_short_and_full_has_the_figures(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("在")})
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        short = await h.runtime.control.status(None)
+        full = await h.runtime.control.status(None, full=True)
+    lines = short.splitlines()
+    assert lines[0] == "灰风在线（正常发言）"
+    assert any(line.startswith("模型：") for line in lines)
+    assert any(line.startswith("今日 token：") and int(line.split("：")[1]) > 0 for line in lines)
+    assert lines[-1] == "详情：/status full"
+    assert len(lines) <= 6
+    assert "内核：" not in short
+    assert "内核：" in full
+    assert "回合：" in full

@@ -8,6 +8,7 @@ from the config, a bad config, counting everything up to SIGTERM) start one.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,6 +151,27 @@ async def test_superuser_can_ask_for_status_in_private_even_in_shadow_mode(shado
         await shadow_bot.await_log("shadow_send", count=shadowed + 1)
         # (A long status may arrive in several parts, all of them in the private chat.)
         assert {(c.action, c.params.get("user_id")) for c in peer.sends()} == {("send_private_msg", ADMIN)}
+
+
+async def test_the_whole_bot_status_is_one_short_message_and_full_has_the_figures(
+    shadow_bot: BotProcess,
+) -> None:
+    async with connected_peer(shadow_bot, self_id=SELF_ID) as peer:
+        await peer.say_in_private(ADMIN, "/status")
+        short = await peer.wait_for_call("send_private_msg")
+        await asyncio.sleep(0.5)  # a long answer would arrive in several parts
+        marker = len(peer.calls)
+        assert len(peer.sends()) == 1
+        await peer.say_in_private(ADMIN, "/status full")
+        await peer.wait_for_call("send_private_msg", after=marker)
+        await asyncio.sleep(0.5)
+        sends = peer.sends()
+    assert sends[0] is short
+    assert "账号：" in short.text
+    assert "今日 token：" in short.text
+    assert "事件循环延迟" not in short.text
+    assert "垃圾回收" not in short.text
+    assert "事件循环延迟" in "".join(call.text for call in sends[1:])
 
 
 # -- with a model ---------------------------------------------------------------------------------

@@ -125,7 +125,11 @@ async def test_superuser_status_is_answered_and_not_passed_on(
     assert api == "send_group_msg"
     assert data["message"][0] == {"type": "reply", "data": {"id": "31"}}
     assert "灰风在线" in bot.texts()[0]
-    assert "收到消息" in bot.texts()[0]
+    assert "群 1 个" in bot.texts()[0]  # the short status; every figure is behind "full"
+    assert "收到消息" not in bot.texts()[0]
+    await say(edge, ADMIN, [ob.text("/status full")])
+    await settle(edge)
+    assert "收到消息" in bot.texts()[2]
 
 
 @pytest.mark.anyio
