@@ -353,7 +353,9 @@ class Edge:
         bot_config = self.config.bot
         now = self.clock()
         verdict = self.gates.verdict(chat, now)
-        if verdict.reason == "quiet" and is_unmute_request(message.text, bot_config.unmute_phrase):
+        if verdict.reason == "quiet" and is_unmute_request(
+            message.text, bot_config.unmute_phrase_for(self._names[0])
+        ):
             # A member lifts only a quiet period members asked for; a superuser's /mute stays.
             if self.gates.unquiet(chat, only=QUIET_ASKED):
                 log.info("quiet_lifted", chat_id=chat, by=message.sender_id)

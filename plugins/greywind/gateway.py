@@ -86,7 +86,8 @@ class EdgeControl:
         self._edge = edge
 
     async def status(self, chat_id: str | None, *, full: bool = False) -> str:
-        head = f"灰风在线（{'影子模式：只看不说' if self._edge.shadow_mode else '正常发言'}）"
+        mode = "影子模式：只看不说" if self._edge.shadow_mode else "正常发言"
+        head = f"{self._edge.config.persona.name}在线（{mode}）"
         if not self._edge.model_configured:
             head += "；未配置模型"
         edge = self._edge.edge_status() if full else self._edge.edge_summary()

@@ -339,3 +339,39 @@ async def test_a_renamed_persona_is_addressed_by_its_new_name_at_once(
     await say(edge, 44, [ob.text("灰风 在吗")])
     await settle(edge)
     assert [m.addressed for m in gateway.messages] == [False, True, True, False]
+
+
+@pytest.mark.anyio
+async def test_a_renamed_persona_is_named_in_status_and_woken_by_its_own_name(tmp_path: Path) -> None:
+    config = parse_config({"persona": {"name": "小岚"}, "outbound": {"max_per_minute": 600, "burst": 50}})
+    edge = Edge(
+        config,
+        config_path=tmp_path / "greywind.toml",
+        data_dir=tmp_path / "data",
+        superusers=[str(ADMIN)],
+        env=MODEL_ENV,
+        factory=RecordingGateway,
+    )
+    bot = FakeBot()
+    edge.bot_connected(str(SELF_ID), bot)
+    await edge.start()
+    try:
+        chat = f"qq:{SELF_ID}:group:{GROUP}"
+        await say(edge, ADMIN, [ob.text("/status")])
+        await say(edge, 42, [ob.at(SELF_ID), ob.text(" 闭嘴")])
+        await say(edge, 42, [ob.text("灰风说话")])  # the old name wakes nobody
+        await settle(edge)
+        assert edge.outbound.gate(chat).reason == "quiet"
+        await say(edge, 42, [ob.text("小岚说话")])
+        await settle(edge)
+        assert edge.outbound.gate(chat).open
+    finally:
+        await edge.stop()
+    assert bot.texts()[0].startswith("小岚在线")
+    assert "灰风" not in bot.texts()[0]
+
+
+def test_an_unmute_phrase_set_in_the_config_is_kept_whatever_the_name() -> None:
+    assert parse_config({}).bot.unmute_phrase_for("灰风") == "灰风说话"
+    assert parse_config({}).bot.unmute_phrase_for("小岚") == "小岚说话"
+    assert parse_config({"bot": {"unmute_phrase": "醒醒"}}).bot.unmute_phrase_for("小岚") == "醒醒"
