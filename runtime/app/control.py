@@ -17,8 +17,8 @@
 * ``lexicon list|add|pin|suppress`` — the chat's group key of the dynamic lexicon.
 * ``persona reload`` — re-reads ``[persona]`` from the config file; a bad value is refused with the
   key named and the running persona kept.
-* ``bind`` — binds the chat to a topic thread (an id, or a title: a new thread is made), with its
-  vision, through the context's ThreadResolver.
+* ``bind`` — binds the chat to a topic thread (an id, or a title: the thread of that title, else a
+  new thread is made), with its vision, through the context's ThreadResolver.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
 from runtime.llm.router import ModelRouter
 from runtime.ports import EdgeContext, Outbound
 from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED, QuietPeriod
-from runtime.store.records import OPEN_SESSION_STATES
+from runtime.store.records import OPEN_SESSION_STATES, TopicThread
 from runtime.store.roles import ContextRows
 from runtime.store.writer import StoreWriter
 
@@ -336,11 +336,19 @@ class Control:
         log.info("persona_reloaded", name=persona.name)
         return f"人格已重载：{persona.name}（称呼识别即刻改用新名字；新对话起用新的人格设定）"
 
+    async def _titled(self, title: str, chat_id: str) -> TopicThread | None:
+        """The topic thread called ``title`` (case and spaces aside), so binding a title twice rebinds
+        instead of making a second topic: one this chat already sees first, else the latest updated."""
+        wanted = title.strip().casefold()
+        named = [t for t in await self._rt.store.list_topic_threads() if t.title.strip().casefold() == wanted]
+        seen = [t for t in named if chat_id in t.chat_ids]
+        return (seen or named or [None])[0]
+
     async def bind(self, chat_id: str, thread: str, vision: str | None) -> str:
         rt = self._rt
         now = rt.clock()
         resolver = rt.context.resolver
-        existing = await rt.store.get_topic_thread(thread)
+        existing = await rt.store.get_topic_thread(thread) or await self._titled(thread, chat_id)
         if existing is None:
             made = await resolver.create(
                 chat_id, thread, now=now, vision={"origin_goal": vision} if vision else None, bind=True

@@ -144,3 +144,21 @@ async def test_the_whole_bot_status_is_short_and_full_has_the_figures(
     assert "内核：" not in short
     assert "内核：" in full
     assert "回合：" in full
+
+
+async def test_binding_an_existing_title_rebinds_instead_of_making_a_second_topic(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    async with running(make_config(openai_server), data_dir) as h:
+        control = h.runtime.control
+        first = await control.bind("group:500", "读书会", "每周读完一本书")
+        again = await control.bind("group:500", "读书会", None)
+        other = await control.bind("group:600", "读书会", None)
+        threads = await h.runtime.store.list_topic_threads()
+    assert "新主题" in first
+    assert "新主题" not in again
+    assert "新主题" not in other
+    titled = [t for t in threads if t.title == "读书会"]
+    assert len(titled) == 1
+    assert {"group:500", "group:600"} <= set(titled[0].chat_ids)
+    assert titled[0].vision["origin_goal"] == "每周读完一本书"
