@@ -342,7 +342,8 @@ class Control:
         wanted = title.strip().casefold()
         named = [t for t in await self._rt.store.list_topic_threads() if t.title.strip().casefold() == wanted]
         seen = [t for t in named if chat_id in t.chat_ids]
-        return (seen or named or [None])[0]
+        found = seen or named
+        return found[0] if found else None
 
     async def bind(self, chat_id: str, thread: str, vision: str | None) -> str:
         rt = self._rt
