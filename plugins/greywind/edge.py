@@ -394,7 +394,13 @@ class Edge:
             self.gates.unquiet(command.chat_id)
         name = command.name if isinstance(command, Command) else "usage"
         log.info("command", name=name, by=message.sender_id, chat_id=message.chat_id)
-        call = CommandCall(self.gateway.control, now=now, by=message.sender_id, origin=message.chat_id)
+        call = CommandCall(
+            self.gateway.control,
+            now=now,
+            by=message.sender_id,
+            origin=message.chat_id,
+            reply_to=message.reply_to,
+        )
         try:
             text = await commands_of(self.gateway).dispatch(command, call)
         except Exception:

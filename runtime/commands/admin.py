@@ -1,7 +1,8 @@
 """The built-in admin commands, as declarations (superusers only; prefix ``bot.command_prefix``)::
 
     /status [g<group>] [full|-v]       budgets, queue, threads, sessions, tokens today (full: all figures)
-    /why [message id]                  attention score and reasons of a message (default: the last)
+    /why [message id]                  attention score and reasons of a message (default: the one the
+                                       command quotes, else the last)
     /mute [g<group>] [30m|2h|1d]       quiet period (no duration: until /unmute)
     /unmute [g<group>]
     /lexicon list [g<group>]
@@ -126,7 +127,9 @@ async def _run_status(command: Command, call: CommandCall) -> str:
 
 
 async def _run_why(command: Command, call: CommandCall) -> str:
-    return await call.control.why(command.chat_id, command.args[0] if command.args else None)
+    # QQ shows no message ids: a quoted message is the one to explain (in the chat it was said in).
+    quoted = call.reply_to if command.chat_id == call.origin else None
+    return await call.control.why(command.chat_id, command.args[0] if command.args else quoted)
 
 
 async def _run_mute(command: Command, call: CommandCall) -> str:
