@@ -186,6 +186,21 @@ async def test_with_a_model_configured_the_bot_speaks(model_bot: BotProcess) -> 
         assert "正常发言" in call.text
 
 
+async def test_why_quoting_a_message_explains_it_in_chinese(model_bot: BotProcess) -> None:
+    group = 779_001
+    async with connected_peer(model_bot, self_id=SELF_ID) as peer:
+        asked = await peer.say_in_group(group, 5555, "周末有人去爬山吗")
+        await asyncio.sleep(1.0)  # chatter waits behind commands in its chat's turn: let it be heard
+        await peer.say_in_group(group, 5555, "今天好热")  # the latest message is another one
+        await asyncio.sleep(1.0)
+        await peer.say_in_group(group, ADMIN, ob.reply(asked), "/why")
+        call = await peer.wait_for_call("send_group_msg", lambda c: c.params.get("group_id") == group)
+    assert f"消息 {asked}" in call.text
+    assert "注意力" in call.text
+    assert "score" not in call.text
+    assert "medium" not in call.text
+
+
 async def test_what_the_bot_sends_is_logged_and_nonebots_matcher_lines_are_not(model_bot: BotProcess) -> None:
     group = 775_101
     async with connected_peer(model_bot, self_id=SELF_ID) as peer:
