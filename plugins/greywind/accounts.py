@@ -20,7 +20,7 @@ from pathlib import Path
 
 import structlog
 
-from runtime.kernel.message import ChatKey
+from runtime.kernel.message import ChatKey, ChatKind
 
 __all__ = ["OWNERS_FILE", "ChatOwners"]
 
@@ -104,6 +104,19 @@ class ChatOwners:
             except ValueError:
                 chats.add((account, chat))
         return dict(Counter(account for account, _ in chats))
+
+    def group_count(self) -> int:
+        """Group chats heard, over every account (one recorded before and after keys named its
+        account counts once)."""
+        groups: set[str] = set()
+        for chat in self._owners:
+            try:
+                key = ChatKey.parse(chat)
+            except ValueError:
+                continue
+            if key.kind is ChatKind.GROUP:
+                groups.add(key.unbound().chat_id)
+        return len(groups)
 
     def __len__(self) -> int:
         return len(self._owners)

@@ -5,7 +5,8 @@ plugin's matchers (``handle_message``, ``handle_notice``) and lifespan hooks (``
 imports no NoneBot machinery beyond the OneBot event models, so tests build it directly.
 
 A message's path: convert (never raises; a failure is logged and counted) -> a declared command (any
-from a superuser, one declared for members from anyone) is answered and goes no further -> the unmute
+from a superuser, one declared for members from anyone; addressed to the bot, an unknown command or
+one the sender may not run gets a plain refusal) is answered and goes no further -> the unmute
 phrase lifts a quiet period -> a mute word addressed to the bot opens one (and the message reaches the
 runtime as not addressed, so it costs no model call) -> the message is queued for the gateway on its
 chat's turn (addressed messages, pokes and commands in the dispatcher's priority line, served first).
@@ -169,6 +170,7 @@ class Edge:
             superusers=self.superusers,
             clock=clock,
             edge_status=self.status_text,
+            edge_summary=self.summary_text,
             rename=self.rename,
             addressed=self.addressed,
             chat_bindings=lambda: self.owners.bindings(PLATFORM),
@@ -299,16 +301,19 @@ class Edge:
 
     def command_of(self, inbound: Inbound) -> Command | Usage | None:
         """The declared command ``inbound`` is, if it is one its sender may run (a superuser any; a
-        member only those declared for members)."""
+        member only those declared for members); addressed to the bot, an unknown command or one the
+        sender may not run is a plain refusal (a :class:`Usage`)."""
         message = inbound.message
         if message.from_self:
             return None
-        return commands_of(self.gateway).parse(
-            inbound.body,
-            chat_id=message.chat_id,
-            prefix=self.config.bot.command_prefix,
-            superuser=message.sender_id in self.superusers,
-        )
+        registry = commands_of(self.gateway)
+        prefix, superuser = self.config.bot.command_prefix, message.sender_id in self.superusers
+        command = registry.parse(inbound.body, chat_id=message.chat_id, prefix=prefix, superuser=superuser)
+        if command is None and message.addressed:
+            # Written as a command to the bot, but none it takes from this sender: a plain answer,
+            # not a model call that would invent one. Unaddressed, it may be another bot's command.
+            return registry.refusal(inbound.body, prefix=prefix, superuser=superuser)
+        return command
 
     async def deliver(self, inbound: Inbound, account: str, key: JournalKey | None = None) -> None:
         """A converted message's path (commands, quiet words, the gateway), heard through ``account``;
@@ -348,7 +353,9 @@ class Edge:
         bot_config = self.config.bot
         now = self.clock()
         verdict = self.gates.verdict(chat, now)
-        if verdict.reason == "quiet" and is_unmute_request(message.text, bot_config.unmute_phrase):
+        if verdict.reason == "quiet" and is_unmute_request(
+            message.text, bot_config.unmute_phrase_for(self._names[0])
+        ):
             # A member lifts only a quiet period members asked for; a superuser's /mute stays.
             if self.gates.unquiet(chat, only=QUIET_ASKED):
                 log.info("quiet_lifted", chat_id=chat, by=message.sender_id)
@@ -387,7 +394,13 @@ class Edge:
             self.gates.unquiet(command.chat_id)
         name = command.name if isinstance(command, Command) else "usage"
         log.info("command", name=name, by=message.sender_id, chat_id=message.chat_id)
-        call = CommandCall(self.gateway.control, now=now, by=message.sender_id, origin=message.chat_id)
+        call = CommandCall(
+            self.gateway.control,
+            now=now,
+            by=message.sender_id,
+            origin=message.chat_id,
+            reply_to=message.reply_to,
+        )
         try:
             text = await commands_of(self.gateway).dispatch(command, call)
         except Exception:
@@ -515,6 +528,14 @@ class Edge:
         closed = self.gates.closed(self.clock())
         if closed:
             lines.append("不发言：" + "，".join(f"{chat} {v.label}" for chat, v in closed.items()))
+        return "\n".join(lines)
+
+    def summary_text(self) -> str:
+        """The short form of :meth:`status_text`: the accounts, the groups heard, the closed chats."""
+        lines = [self._accounts_line() + f"；群 {self.owners.group_count()} 个"]
+        closed = self.gates.closed(self.clock())
+        if closed:
+            lines.append(f"不发言：{len(closed)} 个聊天")
         return "\n".join(lines)
 
     def _accounts_line(self) -> str:

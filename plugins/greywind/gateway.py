@@ -85,11 +85,14 @@ class EdgeControl:
     def __init__(self, edge: EdgeContext) -> None:
         self._edge = edge
 
-    async def status(self, chat_id: str | None) -> str:
-        head = f"灰风在线（{'影子模式：只看不说' if self._edge.shadow_mode else '正常发言'}）"
+    async def status(self, chat_id: str | None, *, full: bool = False) -> str:
+        mode = "影子模式：只看不说" if self._edge.shadow_mode else "正常发言"
+        head = f"{self._edge.config.persona.name}在线（{mode}）"
         if not self._edge.model_configured:
             head += "；未配置模型"
-        return "\n".join(part for part in (head, self._edge.edge_status()) if part)
+        edge = self._edge.edge_status() if full else self._edge.edge_summary()
+        more = "" if full else f"详情：{self._edge.config.bot.command_prefix}status full"
+        return "\n".join(part for part in (head, edge, more) if part)
 
     async def why(self, chat_id: str, message_id: str | None) -> str:
         return self.NOT_WIRED

@@ -1,11 +1,14 @@
 """The admin commands and mute words, answered by the runtime (``RuntimeControl``).
 
-* ``status`` — per chat: budget (speeches in window, next allowed), queue (pending activations),
-  conversation threads, open sessions, tokens today; for the whole bot: the edge's lines, episodes,
+* ``status`` — for the whole bot, one short message (model, accounts and groups, tokens today,
+  shadow mode); ``full`` adds every figure. Per chat: budget (speeches in window, next allowed),
+  queue (pending activations), conversation threads, open sessions, tokens today; for the whole bot
+  in full: the edge's lines, episodes,
   the loop's alarm, chats with most tokens today, the store writer (queue, failures, drops; since
   when and why while commits fail — also in a chat's status then).
 * ``why`` — the attention score, decision and reasons of a message (by id, else the chat's latest),
-  from a bounded map of recent ingest results per chat.
+  from a bounded map of recent ingest results per chat. The kernel's reason codes are said in Chinese
+  (:mod:`runtime.app.reasons_zh`); the codes themselves stay as the kernel wrote them.
 * ``mute`` / ``unmute`` — a quiet period: the edge has already closed or opened the send gate (so
   nothing, forced or not, is sent there); the runtime keeps it (and its kind: asked for by a member
   with a mute word, or imposed by a superuser's ``/mute``) across restarts and withdraws the chat's
@@ -17,8 +20,8 @@
 * ``enable`` / ``disable`` — whether the bot lives in a group (:mod:`runtime.groups`): kept in the
   data directory, over the config's ``[groups]``; disabling withdraws the chat's pending activations
   as a quiet period does. Both show in ``status``.
-* ``bind`` — binds the chat to a topic thread (an id, or a title: a new thread is made), with its
-  vision, through the context's ThreadResolver.
+* ``bind`` — binds the chat to a topic thread (an id, or a title: the thread of that title, else a
+  new thread is made), with its vision, through the context's ThreadResolver.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from runtime.app.episodes import EpisodeDriver
 from runtime.app.loop import ActivationLoop
 from runtime.app.persistence import StatePersistence
 from runtime.app.persona import Persona
+from runtime.app.reasons_zh import action_zh, decision_zh, reason_zh, state_zh
 from runtime.app.why import WhyLog
 from runtime.config import ConfigError, load_config
 from runtime.config.app import AppConfig
@@ -46,7 +50,7 @@ from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
 from runtime.llm.router import ModelRouter
 from runtime.ports import EdgeContext, Outbound
 from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED, QuietPeriod
-from runtime.store.records import OPEN_SESSION_STATES
+from runtime.store.records import OPEN_SESSION_STATES, TopicThread
 from runtime.store.roles import ContextRows
 from runtime.store.writer import StoreWriter
 
@@ -95,15 +99,35 @@ class Control:
 
     # -- status / why -----------------------------------------------------------------------------
 
-    async def status(self, chat_id: str | None) -> str:
+    async def status(self, chat_id: str | None, *, full: bool = False) -> str:
         rt = self._rt
         now = rt.clock()
         head = f"{rt.persona.name}在线（{'影子模式：只看不说' if rt.edge.shadow_mode else '正常发言'}）"
         if not rt.model_ready:
             head += "；未配置模型"
-        if chat_id is None:
+        if chat_id is None and full:
             return "\n".join(part for part in (head, rt.edge.edge_status(), self._overview(now)) if part)
+        if chat_id is None:
+            return "\n".join(part for part in (head, *self._summary(now)) if part)
         return "\n".join((head, await self._chat_status(chat_id, now)))
+
+    def _summary(self, now: float) -> list[str]:
+        """The whole bot in a few lines: the model, the accounts and groups, today's tokens; storage
+        only when it is in trouble; where the rest is."""
+        rt = self._rt
+        chain = rt.router.chain("chat") if rt.model_ready else ()
+        ledger = rt.router.ledger
+        lines = [
+            f"模型：{chain[0].model}" if chain else "",
+            rt.edge.edge_summary(),
+            rt.groups.describe(),
+            f"今日 token：{ledger.day_total(ledger.day_of(now))}",
+        ]
+        writer = rt.writer.statistics()
+        if writer.failing_since is not None or writer.dropped:
+            lines.append(self._storage(now))
+        lines.append(f"详情：{rt.edge.config.bot.command_prefix}status full")
+        return lines
 
     def _overview(self, now: float) -> str:
         rt = self._rt
@@ -148,7 +172,7 @@ class Control:
             budget = (
                 f"本窗口发言 {stats.normal_in_window}（被点名 {stats.forced_in_window}），上次 "
                 f"{_ago(now, stats.last_speech_at)}；"
-                + ("现在可以主动发言" if verdict.allowed else f"暂不主动发言（{verdict.reason}）")
+                + ("现在可以主动发言" if verdict.allowed else f"暂不主动发言：{reason_zh(verdict.reason)}")
             )
         queue = rt.kernel.events.list(chat_id=chat_id, states=_WAITING)
         threads = rt.kernel.threads.recent(chat_id, now, limit=50)
@@ -184,10 +208,11 @@ class Control:
         skip = event.payload.get("skip_reason")
         lines = [
             f"消息 {result.message.message_id}（{result.message.sender_name or result.message.sender_id}）：",
-            f"注意力 {attention.score:.2f} → {attention.decision.value}；处理：{result.action.value}"
-            f"（{result.reason}）",
-            "理由：" + ("；".join(attention.reasons) if attention.reasons else "无"),
-            f"事件 {event.id}：{event.state.value}" + (f"（{skip}）" if skip else ""),
+            f"注意力 {attention.score:.2f} → {decision_zh(attention.decision.value)}；"
+            f"处理：{action_zh(result.action.value)}（{reason_zh(result.reason)}）",
+            "理由：" + ("；".join(map(reason_zh, attention.reasons)) if attention.reasons else "无"),
+            f"事件 {event.id}：{state_zh(event.state.value)}"
+            + (f"（{reason_zh(str(skip))}）" if skip else ""),
         ]
         if result.keyword_hits:
             lines.append("关键词：" + "，".join(dict.fromkeys(hit.term for hit in result.keyword_hits)))
@@ -337,11 +362,20 @@ class Control:
         log.info("persona_reloaded", name=persona.name)
         return f"人格已重载：{persona.name}（称呼识别即刻改用新名字；新对话起用新的人格设定）"
 
+    async def _titled(self, title: str, chat_id: str) -> TopicThread | None:
+        """The topic thread called ``title`` (case and spaces aside), so binding a title twice rebinds
+        instead of making a second topic: one this chat already sees first, else the latest updated."""
+        wanted = title.strip().casefold()
+        named = [t for t in await self._rt.store.list_topic_threads() if t.title.strip().casefold() == wanted]
+        seen = [t for t in named if chat_id in t.chat_ids]
+        found = seen or named
+        return found[0] if found else None
+
     async def bind(self, chat_id: str, thread: str, vision: str | None) -> str:
         rt = self._rt
         now = rt.clock()
         resolver = rt.context.resolver
-        existing = await rt.store.get_topic_thread(thread)
+        existing = await rt.store.get_topic_thread(thread) or await self._titled(thread, chat_id)
         if existing is None:
             made = await resolver.create(
                 chat_id, thread, now=now, vision={"origin_goal": vision} if vision else None, bind=True

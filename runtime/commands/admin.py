@@ -1,7 +1,8 @@
 """The built-in admin commands, as declarations (superusers only; prefix ``bot.command_prefix``)::
 
-    /status [g<group>]                 budgets, queue, threads, sessions, tokens today
-    /why [message id]                  attention score and reasons of a message (default: the last)
+    /status [g<group>] [full|-v]       budgets, queue, threads, sessions, tokens today (full: all figures)
+    /why [message id]                  attention score and reasons of a message (default: the one the
+                                       command quotes, else the last)
     /mute [g<group>] [30m|2h|1d]       quiet period (no duration: until /unmute)
     /unmute [g<group>]
     /lexicon list [g<group>]
@@ -55,13 +56,18 @@ def parse_duration(text: str) -> float | None:
     return seconds if seconds > 0 else None
 
 
+# ``/status full`` (or ``-v``): every figure, not the short overview.
+_FULL_WORDS = frozenset({"full", "-v", "--verbose", "详细"})
+
+
 # -- parsers ------------------------------------------------------------------------------------------
 
 
 def _status(rest: list[str], target: str, origin: str) -> Command:
     # From a private chat without a target: the whole bot, not that private chat.
     whole = target == origin and ChatKey.parse(origin).is_private
-    return Command("status", "" if whole else target)
+    full = any(word.lower() in _FULL_WORDS for word in rest)
+    return Command("status", "" if whole else target, ("full",) if full else ())
 
 
 def _why(rest: list[str], target: str, origin: str) -> Command:
@@ -127,11 +133,15 @@ def _group_switch(on: bool) -> Parser:
 
 
 async def _run_status(command: Command, call: CommandCall) -> str:
+    if command.args == ("full",):
+        return await call.control.status(command.chat_id or None, full=True)
     return await call.control.status(command.chat_id or None)
 
 
 async def _run_why(command: Command, call: CommandCall) -> str:
-    return await call.control.why(command.chat_id, command.args[0] if command.args else None)
+    # QQ shows no message ids: a quoted message is the one to explain (in the chat it was said in).
+    quoted = call.reply_to if command.chat_id == call.origin else None
+    return await call.control.why(command.chat_id, command.args[0] if command.args else quoted)
 
 
 async def _run_mute(command: Command, call: CommandCall) -> str:

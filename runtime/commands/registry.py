@@ -1,9 +1,12 @@
 """The CommandRegistry: the declared commands, read by the edge's dispatch and by the help text.
 
-``parse`` finds the command a message is (prefix, name or alias, an optional ``g<group>`` / ``group:<id>``
-target, then the command's own parser) and answers None when the text is not a command this sender
-may run: a member's ``/status`` is an ordinary message. ``{prefix}help`` belongs to the registry
-itself: it lists the declarations the sender may run, in declaration order, ``help`` last.
+``parse`` finds the command a message is (prefix, name or alias, an optional ``g<group>`` /
+``group:<id>`` target anywhere among the arguments, then the command's own parser) and answers None
+when the text is not a command this sender may run: a member's ``/status`` is an ordinary message
+to ``parse``; ``refusal`` is the plain answer the edge gives instead when such a text is addressed
+to the bot (no such command; a command only superusers may run), so no model invents one.
+``{prefix}help`` belongs to the registry itself: it lists the declarations the sender may run, in
+declaration order, ``help`` last.
 ``dispatch`` runs a parsed command (a parser may name what it parsed ``<name>_<action>``, as
 ``lexicon_add``); what a handler raises is the caller's to log. ``register`` returns the disposer
 that withdraws the declaration (an extension unloading).
@@ -20,12 +23,15 @@ import structlog
 from runtime.commands.spec import Command, CommandCall, CommandSpec, Usage
 from runtime.kernel.message import ChatKey, ChatKind
 
-__all__ = ["FAILED", "CommandRegistry", "DuplicateCommandError"]
+__all__ = ["FAILED", "SUPERUSERS_ONLY", "UNKNOWN", "CommandRegistry", "DuplicateCommandError"]
 
 log = structlog.get_logger("greywind.commands")
 
 FAILED = "命令执行出错，详情见日志。"
 HELP_NAME = "help"
+UNKNOWN = "没有这个命令，{prefix}help 看看有哪些"
+SUPERUSERS_ONLY = "这个命令只有管理员能用。"
+_COMMAND_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?=\s|$)")
 _TARGET = re.compile(r"(?:g|group:)(\d{4,12})", re.IGNORECASE)
 
 
@@ -92,16 +98,32 @@ class CommandRegistry:
         if spec is None or (spec.permission == "superuser" and not superuser):
             return None
         rest = words[1:]
+        # The target may stand anywhere among the arguments ("/lexicon add g1001 原神 0.8"); it is
+        # taken off before the command's own parser sees them. Two targets are refused, not guessed.
+        targets = [(i, found) for i, word in enumerate(rest) if (found := _target_of(word, chat_id))]
+        if len(targets) > 1:
+            return Usage("一条命令只能指定一个群：" + "、".join(rest[i] for i, _ in targets))
         target = chat_id
-        if rest and (match := _TARGET.fullmatch(rest[0])) is not None:
-            # Another group heard through the same account as the command itself.
-            target = ChatKey.parse(chat_id).sibling(ChatKind.GROUP, match.group(1)).chat_id
-            rest = rest[1:]
-        elif rest and (named := _bound_key(rest[0])) is not None:
-            target, rest = named, rest[1:]  # a whole chat key: a chat of another account
+        if targets:
+            index, target = targets[0]
+            rest = rest[:index] + rest[index + 1 :]
         if spec.parse is None:
             return Command(spec.name, target, tuple(rest))
         return spec.parse(rest, target, chat_id)
+
+    def refusal(self, body: str, *, prefix: str = "/", superuser: bool = True) -> Usage | None:
+        """The plain answer to ``body`` when it is written as a command (the prefix, then a latin
+        word) that :meth:`parse` does not take from this sender: no such command, or one only a
+        superuser may run. None for any other text (``/`` alone, ``今天/明天``, ``/ 空格``)."""
+        text = body.strip()
+        match = _COMMAND_WORD.match(text[len(prefix) :]) if text.startswith(prefix) else None
+        if match is None:
+            return None
+        head = match.group(0).lower()
+        spec = self._words.get(head)
+        if spec is not None or head == HELP_NAME:
+            return None if superuser else Usage(SUPERUSERS_ONLY)
+        return Usage(UNKNOWN.format(prefix=prefix))
 
     def permission_of(self, command: Command | Usage) -> str:
         spec = self._specs.get(command.name) if isinstance(command, Command) else None
@@ -126,6 +148,15 @@ class CommandRegistry:
             return spec
         head = name.split("_", 1)[0]
         return self._specs.get(head)
+
+
+def _target_of(word: str, chat_id: str) -> str | None:
+    """The chat ``word`` aims a command at, said in ``chat_id``: ``g<group>`` / ``group:<id>`` (another
+    group heard through the same account as the command itself) or a whole chat key (a chat of another
+    account); None when ``word`` is no target."""
+    if (match := _TARGET.fullmatch(word)) is not None:
+        return ChatKey.parse(chat_id).sibling(ChatKind.GROUP, match.group(1)).chat_id
+    return _bound_key(word)
 
 
 def _bound_key(word: str) -> str | None:

@@ -47,6 +47,7 @@ class CommandCall:
     now: float
     by: str
     origin: str  # the chat the command was said in
+    reply_to: str | None = None  # the message the command quotes (replies to), if any
 
 
 # ``parse(words, target, origin)``: the words after the name (a ``g<group>`` target already taken

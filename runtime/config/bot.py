@@ -5,7 +5,8 @@
     [bot]
     shadow_mode = false          # ingest, decide and log, but send nothing (forced on without a model)
     mute_words = ["闭嘴", "安静", "别说话", "shut up"]
-    unmute_phrase = "灰风说话"     # lifts a quiet period (superusers can always: /unmute)
+    # unmute_phrase = "灰风说话"   # lifts a quiet period (superusers can always: /unmute);
+                                 # unset: the persona's name + 说话
     quiet_minutes = 30
     max_reply_chars = 600        # a reply longer than this is cut (with a marker)
     split_at = 200               # ... and sent as several messages of about this length
@@ -36,7 +37,9 @@ class BotConfig(Section):
     shadow_mode: bool = False
     # Said to the bot (an @, a reply, its name first, or in private) these open a quiet period.
     mute_words: tuple[str, ...] = ("闭嘴", "安静", "别说话", "别吵", "shut up")
-    unmute_phrase: str = "灰风说话"
+    # Unset (None): the persona's name and 说话 ("灰风说话"), so a renamed persona is not woken by
+    # the old name; see :meth:`unmute_phrase_for`.
+    unmute_phrase: str | None = None
     quiet_minutes: int = Field(default=30, ge=1, le=7 * 24 * 60)
     max_reply_chars: int = Field(default=600, ge=20, le=20_000)
     split_at: int = Field(default=200, ge=20, le=5_000)
@@ -58,6 +61,10 @@ class BotConfig(Section):
     # The largest WebSocket frame the server accepts; a bigger one closes the connection (status
     # 1009, the WebSocket protocol's rule: the server cannot skip a frame it will not read).
     max_frame_mb: int = Field(default=64, ge=1, le=1_024)
+
+    def unmute_phrase_for(self, persona_name: str) -> str:
+        """The phrase that lifts a quiet period members asked for, for a persona called ``persona_name``."""
+        return self.unmute_phrase if self.unmute_phrase is not None else f"{persona_name}说话"
 
     @field_validator("mute_words")
     @classmethod

@@ -49,6 +49,8 @@ class EdgeContext:
     clock: Callable[[], float] = time.time
     # The edge's own statistics (dispatcher, outbound, gates) for the admin ``status``.
     edge_status: Callable[[], str] = field(default=lambda: "")
+    # The short form of it (accounts, groups, closed chats) for the whole-bot ``status``.
+    edge_summary: Callable[[], str] = field(default=lambda: "")
     # Tells the edge the persona's names changed (``persona reload``): name-addressing follows at once.
     rename: Callable[[tuple[str, ...]], None] = field(default=lambda names: None)
     # Forced episodes mark themselves here until they reach the model; chatter yields meanwhile.

@@ -108,3 +108,57 @@ async def test_the_status_names_the_configured_persona(
         status = await h.runtime.control.status(None)
     assert status.startswith("小岚在线（正常发言）")
     assert "灰风" not in status
+
+
+async def test_why_and_status_say_the_kernel_s_reasons_in_chinese(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("在")})
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        why = await h.runtime.control.why("group:500", None)
+        status = await h.runtime.control.status("group:500")  # the reply started the cooldown
+    assert "被点名（有人直接对我说话）" in why
+    assert "forced" not in why
+    assert "addressed" not in why
+    assert "暂不主动发言：主动发言冷却中（上次发言后 90 秒内）" in status
+    assert "cooldown" not in status
+
+
+async def test_the_whole_bot_status_is_short_and_full_has_the_figures(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": reply("在")})
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        short = await h.runtime.control.status(None)
+        full = await h.runtime.control.status(None, full=True)
+    lines = short.splitlines()
+    assert lines[0] == "灰风在线（正常发言）"
+    assert any(line.startswith("模型：") for line in lines)
+    assert any(line.startswith("今日 token：") and int(line.split("：")[1]) > 0 for line in lines)
+    assert lines[-1] == "详情：/status full"
+    assert len(lines) <= 6
+    assert "内核：" not in short
+    assert "内核：" in full
+    assert "回合：" in full
+
+
+async def test_binding_an_existing_title_rebinds_instead_of_making_a_second_topic(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    async with running(make_config(openai_server), data_dir) as h:
+        control = h.runtime.control
+        first = await control.bind("group:500", "读书会", "每周读完一本书")
+        again = await control.bind("group:500", "读书会", None)
+        other = await control.bind("group:600", "读书会", None)
+        threads = await h.runtime.store.list_topic_threads()
+    assert "新主题" in first
+    assert "新主题" not in again
+    assert "新主题" not in other
+    titled = [t for t in threads if t.title == "读书会"]
+    assert len(titled) == 1
+    assert {"group:500", "group:600"} <= set(titled[0].chat_ids)
+    assert titled[0].vision["origin_goal"] == "每周读完一本书"

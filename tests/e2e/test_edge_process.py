@@ -8,6 +8,7 @@ from the config, a bad config, counting everything up to SIGTERM) start one.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -152,6 +153,27 @@ async def test_superuser_can_ask_for_status_in_private_even_in_shadow_mode(shado
         assert {(c.action, c.params.get("user_id")) for c in peer.sends()} == {("send_private_msg", ADMIN)}
 
 
+async def test_the_whole_bot_status_is_one_short_message_and_full_has_the_figures(
+    shadow_bot: BotProcess,
+) -> None:
+    async with connected_peer(shadow_bot, self_id=SELF_ID) as peer:
+        await peer.say_in_private(ADMIN, "/status")
+        short = await peer.wait_for_call("send_private_msg")
+        await asyncio.sleep(0.5)  # a long answer would arrive in several parts
+        marker = len(peer.calls)
+        assert len(peer.sends()) == 1
+        await peer.say_in_private(ADMIN, "/status full")
+        await peer.wait_for_call("send_private_msg", after=marker)
+        await asyncio.sleep(0.5)
+        sends = peer.sends()
+    assert sends[0] is short
+    assert "账号：" in short.text
+    assert "今日 token：" in short.text
+    assert "事件循环延迟" not in short.text
+    assert "垃圾回收" not in short.text
+    assert "事件循环延迟" in "".join(call.text for call in sends[1:])
+
+
 # -- with a model ---------------------------------------------------------------------------------
 
 
@@ -162,6 +184,21 @@ async def test_with_a_model_configured_the_bot_speaks(model_bot: BotProcess) -> 
         await peer.say_in_group(group, ADMIN, "/status")
         call = await peer.wait_for_call("send_group_msg", lambda c: c.params.get("group_id") == group)
         assert "正常发言" in call.text
+
+
+async def test_why_quoting_a_message_explains_it_in_chinese(model_bot: BotProcess) -> None:
+    group = 779_001
+    async with connected_peer(model_bot, self_id=SELF_ID) as peer:
+        asked = await peer.say_in_group(group, 5555, "周末有人去爬山吗")
+        await asyncio.sleep(1.0)  # chatter waits behind commands in its chat's turn: let it be heard
+        await peer.say_in_group(group, 5555, "今天好热")  # the latest message is another one
+        await asyncio.sleep(1.0)
+        await peer.say_in_group(group, ADMIN, ob.reply(asked), "/why")
+        call = await peer.wait_for_call("send_group_msg", lambda c: c.params.get("group_id") == group)
+    assert f"消息 {asked}" in call.text
+    assert "注意力" in call.text
+    assert "score" not in call.text
+    assert "medium" not in call.text
 
 
 async def test_what_the_bot_sends_is_logged_and_nonebots_matcher_lines_are_not(model_bot: BotProcess) -> None:

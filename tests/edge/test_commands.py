@@ -216,3 +216,26 @@ async def test_usage_is_answered_without_touching_the_control() -> None:
     control = RecordingControl()
     assert "用法" in await dispatch(Usage("用法：x"), control, now=0.0, by="7")
     assert control.calls == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/lexicon add g1001 原神 0.8", Command("lexicon_add", "qq:10001:group:1001", ("原神",), weight=0.8)),
+        ("/lexicon add 原神 g1001", Command("lexicon_add", "qq:10001:group:1001", ("原神",))),
+        ("/lexicon list group:1001", Command("lexicon_list", "qq:10001:group:1001")),
+        ("/mute 2h g1001", Command("mute", "qq:10001:group:1001", seconds=7200.0)),
+        ("/bind 看番 g1001 一起看完", Command("bind", "qq:10001:group:1001", ("看番", "一起看完"))),
+        ("/why 4242 g1001", Command("why", "qq:10001:group:1001", ("4242",))),
+    ],
+)
+def test_a_target_group_may_stand_anywhere_in_the_arguments(text: str, expected: Command) -> None:
+    # Said in a private chat: the term must land in group 1001's lexicon, never in "g1001 原神".
+    assert parse_command(text, chat_id="qq:10001:private:42") == expected
+
+
+def test_two_target_groups_are_refused() -> None:
+    result = parse_command("/lexicon add g1001 原神 g2002", chat_id="qq:10001:private:42")
+    assert isinstance(result, Usage)
+    assert "g1001" in result.text
+    assert "g2002" in result.text

@@ -14,7 +14,7 @@ from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext
 from runtime.commands import Command, CommandCall, CommandSpec, Usage, admin_registry
 from runtime.config import parse_config
-from tests.edge.helpers import SELF_ID, FakeBot
+from tests.edge.helpers import SELF_ID, FakeBot, as_adapter_delivers
 from tests.edge.test_edge import ADMIN, MODEL_ENV, RecordingGateway, say, settle
 from tests.support import onebot_events as ob
 
@@ -127,3 +127,39 @@ def test_the_builtin_help_text_is_unchanged() -> None:
         "/lexicon list|add <词> [权重]|pin <词>|suppress <词> · /persona reload · /bind <主题> [愿景] · "
         "/enable [g群号] · /disable [g群号] · /help"
     )
+
+
+@pytest.mark.anyio
+async def test_an_unknown_or_forbidden_command_to_the_bot_is_answered_plainly(
+    edge: tuple[Edge, DeclaringGateway, FakeBot],
+) -> None:
+    running, gateway, bot = edge
+    await say(running, 42, [ob.at(SELF_ID), ob.text(" /foo")])
+    await say(running, ADMIN, [ob.at(SELF_ID), ob.text(" /foo bar")])
+    await say(running, 42, [ob.at(SELF_ID), ob.text(" /status")])
+    await say(running, 42, [ob.at(SELF_ID), ob.text(" /grant 43")])
+    await say(running, 42, [ob.at(SELF_ID), ob.text(" /roll 6")])  # a member's command still runs
+    await say(running, 42, [ob.at(SELF_ID), ob.text(" 今天/明天")])  # not written as a command
+    await settle(running)
+    assert bot.texts() == [
+        "没有这个命令，/help 看看有哪些",
+        "没有这个命令，/help 看看有哪些",
+        "这个命令只有管理员能用。",
+        "这个命令只有管理员能用。",
+        "42 掷出了 6",
+    ]
+    assert [m.text.endswith("今天/明天") for m in gateway.messages] == [True]
+
+
+@pytest.mark.anyio
+async def test_an_unknown_command_in_a_private_chat_is_answered_plainly(
+    edge: tuple[Edge, DeclaringGateway, FakeBot],
+) -> None:
+    running, gateway, bot = edge
+    payload = ob.private_message(self_id=SELF_ID, user_id=42, message=[ob.text("/status")])
+    await running.handle_message(await as_adapter_delivers(payload))
+    payload = ob.private_message(self_id=SELF_ID, user_id=42, message=[ob.text("/frob")])
+    await running.handle_message(await as_adapter_delivers(payload))
+    await settle(running)
+    assert bot.texts() == ["这个命令只有管理员能用。", "没有这个命令，/help 看看有哪些"]
+    assert gateway.messages == []

@@ -125,7 +125,11 @@ async def test_superuser_status_is_answered_and_not_passed_on(
     assert api == "send_group_msg"
     assert data["message"][0] == {"type": "reply", "data": {"id": "31"}}
     assert "灰风在线" in bot.texts()[0]
-    assert "收到消息" in bot.texts()[0]
+    assert "群 1 个" in bot.texts()[0]  # the short status; every figure is behind "full"
+    assert "收到消息" not in bot.texts()[0]
+    await say(edge, ADMIN, [ob.text("/status full")])
+    await settle(edge)
+    assert "收到消息" in bot.texts()[2]
 
 
 @pytest.mark.anyio
@@ -335,3 +339,88 @@ async def test_a_renamed_persona_is_addressed_by_its_new_name_at_once(
     await say(edge, 44, [ob.text("灰风 在吗")])
     await settle(edge)
     assert [m.addressed for m in gateway.messages] == [False, True, True, False]
+
+
+@pytest.mark.anyio
+async def test_a_renamed_persona_is_named_in_status_and_woken_by_its_own_name(tmp_path: Path) -> None:
+    config = parse_config({"persona": {"name": "小岚"}, "outbound": {"max_per_minute": 600, "burst": 50}})
+    edge = Edge(
+        config,
+        config_path=tmp_path / "greywind.toml",
+        data_dir=tmp_path / "data",
+        superusers=[str(ADMIN)],
+        env=MODEL_ENV,
+        factory=RecordingGateway,
+    )
+    bot = FakeBot()
+    edge.bot_connected(str(SELF_ID), bot)
+    await edge.start()
+    try:
+        chat = f"qq:{SELF_ID}:group:{GROUP}"
+        await say(edge, ADMIN, [ob.text("/status")])
+        await say(edge, 42, [ob.at(SELF_ID), ob.text(" 闭嘴")])
+        await say(edge, 42, [ob.text("灰风说话")])  # the old name wakes nobody
+        await settle(edge)
+        assert edge.outbound.gate(chat).reason == "quiet"
+        await say(edge, 42, [ob.text("小岚说话")])
+        await settle(edge)
+        assert edge.outbound.gate(chat).open
+    finally:
+        await edge.stop()
+    assert bot.texts()[0].startswith("小岚在线")
+    assert "灰风" not in bot.texts()[0]
+
+
+def test_an_unmute_phrase_set_in_the_config_is_kept_whatever_the_name() -> None:
+    assert parse_config({}).bot.unmute_phrase_for("灰风") == "灰风说话"
+    assert parse_config({}).bot.unmute_phrase_for("小岚") == "小岚说话"
+    assert parse_config({"bot": {"unmute_phrase": "醒醒"}}).bot.unmute_phrase_for("小岚") == "醒醒"
+
+
+class _WhyControl(EdgeControl):
+    def __init__(self, edge: EdgeContext) -> None:
+        super().__init__(edge)
+        self.asked: list[tuple[str, str | None]] = []
+
+    async def why(self, chat_id: str, message_id: str | None) -> str:
+        self.asked.append((chat_id, message_id))
+        return f"消息 {message_id}"
+
+
+class _WhyGateway(RecordingGateway):
+    def __init__(self, edge: EdgeContext) -> None:
+        super().__init__(edge)
+        self.why = _WhyControl(edge)
+
+    @property
+    def control(self) -> RuntimeControl:
+        return self.why
+
+
+@pytest.mark.anyio
+async def test_why_quoting_a_message_explains_that_message(tmp_path: Path) -> None:
+    config = parse_config({"outbound": {"max_per_minute": 600, "burst": 50}})
+    edge = Edge(
+        config,
+        config_path=tmp_path / "greywind.toml",
+        data_dir=tmp_path / "data",
+        superusers=[str(ADMIN)],
+        env=MODEL_ENV,
+        factory=_WhyGateway,
+    )
+    bot = FakeBot()
+    edge.bot_connected(str(SELF_ID), bot)
+    await edge.start()
+    try:
+        gateway = edge.gateway
+        assert isinstance(gateway, _WhyGateway)
+        await say(edge, 42, [ob.text("有推荐的火锅店吗？")], message_id=77)
+        await say(edge, ADMIN, [ob.reply(77), ob.text("/why")], message_id=78)
+        await say(edge, ADMIN, [ob.reply(77), ob.text("/why 5")], message_id=79)  # an id given wins
+        await say(edge, ADMIN, [ob.text("/why")], message_id=80)
+        await settle(edge)
+    finally:
+        await edge.stop()
+    chat = f"qq:{SELF_ID}:group:{GROUP}"
+    assert gateway.why.asked == [(chat, "77"), (chat, "5"), (chat, None)]
+    assert bot.texts() == ["消息 77", "消息 5", "消息 None"]

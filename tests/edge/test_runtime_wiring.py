@@ -105,8 +105,8 @@ async def test_why_and_status_answer_superusers(openai_server: ScriptedOpenAISer
         await deliver(edge, group(clock, ADMIN, ob.text("/why")))
         why = bot.texts()[-1]
         assert "今天好冷" not in why  # the command explains, it does not quote
-        assert "low" in why
-        assert "recorded" in why
+        assert "→ 低" in why  # the decision and action are said in Chinese
+        assert "仅记录" in why
         await deliver(edge, group(clock, ADMIN, ob.text("/status")))
         status = bot.texts()[-1]
         assert f"qq:{SELF}:group:{GROUP}" in status
