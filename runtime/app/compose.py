@@ -296,8 +296,9 @@ async def _compose(
     router: ModelRouter | None,
 ) -> RunningBot:
     core = core_parts(edge, router)
-    if not core.model_ready:
-        log.warning("no_model", problem=core.router.problem or "the edge found no chat model")
+    if edge.model_configured and not core.model_ready:
+        # The edge found a chat model the router cannot use; without one at all the edge says so itself.
+        log.warning("no_model", problem=core.router.problem or "the router found no chat model")
     storage = await _open_storage(core, edge, lifetime)
     lifetime.add(core.director.close, name="life_director")
     lifetime.add(core.scope.dispose, name="registrations")
