@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import structlog
@@ -333,7 +334,9 @@ async def _compose(
     lifetime.add_async(background.wait, name="background_work", deadline=STOP_BACKGROUND_WAIT)
     loop.start(task_group)
     lifetime.start("activation_loop", loop.run)
-    lifetime.add_async(loop.stop, name="episodes", deadline=STOP_EPISODES_WAIT)
+    lifetime.add_async(
+        partial(loop.stop, within=STOP_EPISODES_WAIT), name="episodes", deadline=STOP_EPISODES_WAIT + 2
+    )
     maintenance = _maintenance(core, storage, persistence, alarm)
     maintenance.start(lifetime)
     return RunningBot(
