@@ -195,6 +195,7 @@ def _persistence(core: CoreParts, storage: StorageParts, edge: EdgeContext) -> S
         quiet=core.quiet,
         gates=edge.outbound.gates,
         data_dir=edge.data_dir,
+        clock=core.clock,
     )
 
 
