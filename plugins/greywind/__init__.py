@@ -71,6 +71,7 @@ async def _start() -> None:
         type(adapter).addressed = edge.addressed  # chatter yields while an @ is on its way to the model
     await edge.start()
     _edge = edge
+    edge.announce_ready(f"ws://{driver.config.host}:{driver.config.port}/onebot/v11/ws")
 
 
 @driver.on_shutdown

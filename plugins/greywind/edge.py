@@ -134,6 +134,7 @@ class Edge:
         self._frames_renamed = frames_renamed
         self._stop_grace = stop_grace
         self.superusers = frozenset(_plain_user_id(user) for user in superusers)
+        self._env = os.environ if env is None else env
         self.model_configured = model_is_configured(config, env)
         self.shadow_mode = config.bot.shadow_mode or not self.model_configured
         self._bots: dict[str, BotApi] = {}
@@ -220,6 +221,32 @@ class Edge:
             GuardedAdapter.on_not_a_message = self.journal.settle_frame
             task_group.start_soon(self._retire_journal, name="greywind-journal")
         log.info("edge_started", shadow_mode=self.shadow_mode, data_dir=str(self.context.data_dir))
+
+    def announce_ready(self, listen: str) -> None:
+        """The one start banner: where the bot listens, which model speaks, whether it may, in which
+        groups (the config's; ``/enable`` and ``/disable`` refine it per chat), who is admin."""
+        groups = self.config.groups
+        lives = (
+            f"only groups {', '.join(groups.allow)}"
+            if groups.allow
+            else "every group its accounts have joined"
+        ) + (f", except {', '.join(groups.deny)}" if groups.deny else "")
+        chat_models: list[str] = []
+        if self.model_configured:
+            models = apply_env_overrides(self.config.models, self._env)
+            chat_models = [f"{p.name}: {p.model}" for p in models.providers if "chat" in p.roles]
+        log.info(
+            "ready",
+            listen=listen,
+            model=", ".join(chat_models)
+            or "none: shadow mode; set GREYWIND_LLM_BASE_URL and GREYWIND_LLM_MODEL "
+            f"(or add [[models.providers]] to {self.context.config_path})",
+            shadow_mode=self.shadow_mode,
+            groups=lives,
+            admin=f"superusers: {len(self.superusers)}"
+            if self.superusers
+            else "no superusers: admin commands are off",
+        )
 
     async def stop(self) -> None:
         """Stop taking messages, let queued ones finish (briefly), stop the gateway, end the task group."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import structlog
@@ -196,6 +197,7 @@ def _persistence(core: CoreParts, storage: StorageParts, edge: EdgeContext) -> S
         gates=edge.outbound.gates,
         groups=core.groups,
         data_dir=edge.data_dir,
+        clock=core.clock,
     )
 
 
@@ -299,8 +301,9 @@ async def _compose(
     router: ModelRouter | None,
 ) -> RunningBot:
     core = core_parts(edge, router)
-    if not core.model_ready:
-        log.warning("no_model", problem=core.router.problem or "the edge found no chat model")
+    if edge.model_configured and not core.model_ready:
+        # The edge found a chat model the router cannot use; without one at all the edge says so itself.
+        log.warning("no_model", problem=core.router.problem or "the router found no chat model")
     storage = await _open_storage(core, edge, lifetime)
     lifetime.add(core.director.close, name="life_director")
     lifetime.add(core.scope.dispose, name="registrations")
@@ -335,7 +338,9 @@ async def _compose(
     lifetime.add_async(background.wait, name="background_work", deadline=STOP_BACKGROUND_WAIT)
     loop.start(task_group)
     lifetime.start("activation_loop", loop.run)
-    lifetime.add_async(loop.stop, name="episodes", deadline=STOP_EPISODES_WAIT)
+    lifetime.add_async(
+        partial(loop.stop, within=STOP_EPISODES_WAIT), name="episodes", deadline=STOP_EPISODES_WAIT + 2
+    )
     maintenance = _maintenance(core, storage, persistence, alarm)
     maintenance.start(lifetime)
     return RunningBot(

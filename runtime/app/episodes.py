@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import anyio
 import structlog
 from structlog.contextvars import bound_contextvars
 
@@ -214,6 +215,7 @@ class EpisodeDriver:
         """The kernel's deliberation sequence (:mod:`runtime.kernel.deliberation`) around the work."""
         rt = self._rt
         kind = activation.event.kind
+        cut = False
         try:
             d = rt.kernel.deliberate(activation, rt.clock())
         except KernelError as exc:  # withdrawn (recalled, cancelled) between due() and now
@@ -233,8 +235,15 @@ class EpisodeDriver:
                 log.info("episode_cut_by_shutdown", kind=kind, error=repr(exc)[:200])
             if not d.finished:
                 self._finish(d, EventState.SKIPPED, "error")
+        except anyio.get_cancelled_exc_class():
+            if rt.running():
+                raise
+            # A stop that could not wait: the event stays deliberating, the next start runs it again.
+            log.info("episode_cut_by_shutdown", kind=kind, error="cancelled at stop")
+            cut = True
+            raise
         finally:
-            if not d.finished:
+            if not d.finished and not cut:
                 self._finish(d, EventState.SKIPPED, "not finished")
 
     def _finish(

@@ -90,6 +90,7 @@ class ActivationLoop:
         self._closed = False
         self._stalled = False
         self._running = self._queued = 0
+        self._scopes: set[anyio.CancelScope] = set()  # one per episode, for a stop that cannot wait
         self._activations = self._started = 0
 
     def start(self, task_group: TaskGroup) -> None:
@@ -101,9 +102,17 @@ class ActivationLoop:
         self._closed = True
         self.wake()
 
-    async def stop(self) -> None:
-        """Close and wait until the running episodes have finished."""
+    async def stop(self, within: float | None = None) -> None:
+        """Close and wait until the running episodes have finished; those still running after
+        ``within`` seconds are cancelled (each leaves its event to the next start) and awaited."""
         self.close()
+        if within is None:
+            await self.wait_idle()
+            return
+        with anyio.move_on_after(within):
+            await self.wait_idle()
+        for scope in tuple(self._scopes):
+            scope.cancel()
         await self.wait_idle()
 
     # -- the alarm --------------------------------------------------------------------------------
@@ -170,22 +179,26 @@ class ActivationLoop:
         counted = forced  # among the chat's forced episodes waiting for its lock
         self._queued += 1
         entered = False
+        scope = anyio.CancelScope()
+        self._scopes.add(scope)
         try:
-            while True:
-                async with lock:
-                    if counted:
-                        counted = False
-                        self._forced_done_waiting(chat_id)
-                    taken = await self._slot(chat_id, forced)
-                    if taken is None:
-                        continue  # it gave its place to a forced episode of its chat: in line again
-                    self._queued -= 1
-                    entered = True
-                    await self._run_in_slot(activation, chat_id, *taken)
-                break
+            with scope:
+                while True:
+                    async with lock:
+                        if counted:
+                            counted = False
+                            self._forced_done_waiting(chat_id)
+                        taken = await self._slot(chat_id, forced)
+                        if taken is None:
+                            continue  # it gave its place to a forced episode of its chat: in line again
+                        self._queued -= 1
+                        entered = True
+                        await self._run_in_slot(activation, chat_id, *taken)
+                    break
         except Exception:
             log.exception("episode_crashed", chat_id=chat_id, event_id=activation.event.id)
         finally:
+            self._scopes.discard(scope)
             if counted:
                 self._forced_done_waiting(chat_id)
             if not entered:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from runtime.llm.tokens import LedgerEntry, TokenLedger
 from runtime.memory.injector import MemoryInjector
 from runtime.ports import QuietGates
 from runtime.quiet import QUIET_FILE, QUIET_IMPOSED, QUIET_KINDS, QuietPeriod
+from runtime.quiet_history import QUIET_HISTORY_FILE, append_quiet_changes
 from runtime.store.errors import StoreError
 from runtime.store.kernel_state import chat_message, event_record, restore_kernel, save_lexicon_changes
 from runtime.store.protocol import RestorePolicy
@@ -110,7 +112,9 @@ class StatePersistence:
         gates: QuietGates,
         data_dir: Path,
         groups: GroupPolicy | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self._clock = clock
         self._kernel = kernel
         self._store = store
         self._writer = writer
@@ -126,6 +130,7 @@ class StatePersistence:
         self._gates = gates
         self._data_dir = data_dir
         self._groups = groups
+        self._quiet_history: dict[str, QuietPeriod] = {}  # the periods last appended to the history
         self._saved: dict[str, BotEvent] = {}  # event id -> the value last written while open
         self._ledger_saved: dict[tuple[str, str], LedgerEntry] = {}
         self._saves = 0
@@ -275,6 +280,11 @@ class StatePersistence:
         try:
             temporary.write_text(json.dumps(rows, ensure_ascii=False, sort_keys=True), encoding="utf-8")
             os.replace(temporary, path)
+            # The history beside it, for a replay of the stored messages (runtime.quiet_history).
+            append_quiet_changes(
+                self._data_dir / QUIET_HISTORY_FILE, self._quiet_history, quiet, self._clock()
+            )
+            self._quiet_history = dict(quiet)
         except OSError as exc:
             log.warning("quiet_save_failed", path=str(path), error=repr(exc))
 
@@ -300,6 +310,7 @@ class StatePersistence:
             if until is None or (isinstance(until, int | float) and until > now):
                 period = QuietPeriod(None if until is None else float(until), kind)
                 self._quiet[chat_id] = period
+                self._quiet_history[chat_id] = period
                 self._gates.quiet(chat_id, period.until, period.kind)
                 restored += 1
         return restored

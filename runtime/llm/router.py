@@ -173,7 +173,8 @@ class ModelRouter:
             usable.append(provider)
             self._prices[provider.name] = (provider.price_per_1k_input, provider.price_per_1k_output)
         self.providers: tuple[ProviderConfig, ...] = tuple(usable)
-        if not usable and not problems:
+        nothing_configured = not usable and not problems
+        if nothing_configured:
             problems.append(
                 "no model provider is configured: add [[models.providers]] to the config file "
                 f"or set {ENV_BASE_URL}, {ENV_API_KEY} and {ENV_MODEL}"
@@ -182,7 +183,9 @@ class ModelRouter:
             problems.append(f"no usable model provider; set {ENV_BASE_URL}, {ENV_API_KEY} and {ENV_MODEL}")
         self.problem: str | None = "; ".join(problems) if problems else None
         self.configured = bool(usable)
-        if self.problem:
+        # No provider at all is the plain "no model" start, which whoever starts the bot reports once
+        # (with what to set); a provider that is configured but unusable is worth its own warning.
+        if self.problem and not nothing_configured:
             log.warning("llm.config_problem", problem=self.problem, usable=[p.name for p in usable])
 
     @classmethod

@@ -28,6 +28,7 @@ from runtime.config import (
 )
 from runtime.kernel.settings import KernelSettings
 from runtime.logs import configure_logging
+from runtime.quiet_history import QUIET_HISTORY_FILE, QuietTimeline
 from runtime.replay import ReplayError
 from runtime.replay.addressing import Addressing
 from runtime.replay.database import convert_stored, guess_self_id, load_stored_messages
@@ -111,7 +112,9 @@ def _read_chatlog(path: Path, addressing: Addressing, err: TextIO) -> list[Sourc
 async def _main(args: argparse.Namespace, cfg: GreyWindConfig, out: TextIO, err: TextIO) -> int:
     names = (cfg.persona.name, *cfg.persona.aliases)
     self_id = str(args.self_id) if args.self_id is not None else None
+    quiet = None
     if args.from_db is not None:
+        quiet = QuietTimeline.load(args.from_db / QUIET_HISTORY_FILE)  # as the bot applied them
         stored = await load_stored_messages(args.from_db)
         self_id = self_id or guess_self_id(stored) or DEFAULT_SELF_ID
         messages, skipped = convert_stored(stored, Addressing(self_id, names, cfg.bot.max_message_chars))
@@ -133,7 +136,12 @@ async def _main(args: argparse.Namespace, cfg: GreyWindConfig, out: TextIO, err:
         packets = await PacketAssembler.open(cfg, scratch=Path(scratch), directory=args.dump_packets)
         try:
             await run_replay(
-                messages, settings, observers=observers, packets=packets, maintenance=maintenance
+                messages,
+                settings,
+                observers=observers,
+                packets=packets,
+                maintenance=maintenance,
+                quiet=quiet,
             )
         finally:
             await packets.aclose()

@@ -33,6 +33,7 @@ from runtime.kernel.events import BotEvent, EventState
 from runtime.kernel.kernel import Activation, IngestAction, IngestResult, Kernel, KernelStatistics
 from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.kernel.settings import KernelSettings
+from runtime.quiet_history import QuietTimeline
 from runtime.replay import ReplayStuck
 from runtime.replay.reader import SourceMessage
 
@@ -53,6 +54,7 @@ class Outcome(StrEnum):
     BUDGET_BLOCKED = "budget_blocked"
     EXPIRED = "expired"
     SUPERSEDED = "superseded"
+    QUIET = "quiet"  # the chat was in a quiet period the bot kept (``--from-db`` with its history)
 
 
 def platform_id(ident: str) -> int | str:
@@ -145,8 +147,14 @@ class ReplayEngine:
     """The kernel over a log; feed it messages in time order (see the module docstring)."""
 
     def __init__(
-        self, settings: KernelSettings, *, start: float, maintenance: Maintenance | None = None
+        self,
+        settings: KernelSettings,
+        *,
+        start: float,
+        maintenance: Maintenance | None = None,
+        quiet: QuietTimeline | None = None,
     ) -> None:
+        self._quiet = quiet
         self.clock = ManualClock(start)
         self.kernel = Kernel(settings, now=start)
         self._maintenance = m = maintenance or Maintenance()
@@ -248,6 +256,9 @@ class ReplayEngine:
         back later (no line, as a reschedule); skipped, it is a ``budget_blocked`` line.
         """
         deliberation = self.kernel.deliberate(activation, now)
+        if self._quiet is not None and self._quiet.quiet_at(activation.event.chat_id, now):
+            done = deliberation.finish(now, EventState.SKIPPED, reason="quiet period")
+            return [self._line(now, done, Outcome.QUIET, "quiet period")]
         check = deliberation.recheck(now)
         if check.verdict is Recheck.SNOOZE:
             return []

@@ -3,7 +3,8 @@
 Columns: messages from people (``msgs``) and from the bot itself (``bot``); the kernel's decisions on
 people's messages (``forced`` / ``high`` / ``medium`` / ``low``); what became of activations
 (``speak`` = would speak, ``blocked`` = budget-blocked, including forced messages the budget dropped on
-arrival, ``expired``, ``supers.`` = superseded by a newer message); and the cost of speaking:
+arrival, ``expired``, ``supers.`` = superseded by a newer message, ``quiet`` = in a quiet period the
+bot kept, shown when there are any); and the cost of speaking:
 ``calls`` = estimated model calls (one per would-speak: an episode's first call; the ReAct loop may add
 more) and ``tokens`` = estimated prompt tokens of the assembled packets (TokenEstimator).
 """
@@ -41,6 +42,7 @@ class ChatTally:
     budget_blocked: int = 0
     expired: int = 0
     superseded: int = 0
+    quiet: int = 0  # in a quiet period the bot kept (its column shows only when there are any)
     model_calls: int = 0
     prompt_tokens: int = 0
 
@@ -60,6 +62,7 @@ _COLUMNS = (
     ("blocked", "budget_blocked"),
     ("expired", "expired"),
     ("supers.", "superseded"),
+    ("quiet", "quiet"),
     ("calls", "model_calls"),
     ("tokens", "prompt_tokens"),
 )
@@ -68,6 +71,7 @@ _OUTCOME_FIELD = {
     Outcome.BUDGET_BLOCKED: "budget_blocked",
     Outcome.EXPIRED: "expired",
     Outcome.SUPERSEDED: "superseded",
+    Outcome.QUIET: "quiet",
 }
 
 
@@ -131,8 +135,10 @@ class ReplayReport:
 
 def render_table(rows: Iterable[tuple[str, ChatTally]]) -> str:
     rows = list(rows)
-    header = ["chat", *(title for title, _ in _COLUMNS)]
-    body = [[chat_id, *(str(getattr(tally, name)) for _, name in _COLUMNS)] for chat_id, tally in rows]
+    quiet = any(tally.quiet for _, tally in rows)
+    columns = [(title, name) for title, name in _COLUMNS if name != "quiet" or quiet]
+    header = ["chat", *(title for title, _ in columns)]
+    body = [[chat_id, *(str(getattr(tally, name)) for _, name in columns)] for chat_id, tally in rows]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
 
     def fmt(row: list[str]) -> str:

@@ -13,6 +13,7 @@ from typing import Protocol, TextIO
 
 from runtime.kernel.message import ChatMessage
 from runtime.kernel.settings import KernelSettings
+from runtime.quiet_history import QuietTimeline
 from runtime.replay.engine import (
     ActivationLine,
     Maintenance,
@@ -58,11 +59,12 @@ async def run_replay(
     observers: Sequence[Observer],
     packets: PacketAssembler | None = None,
     maintenance: Maintenance | None = None,
+    quiet: QuietTimeline | None = None,
 ) -> ReplayEngineStatistics | None:
     """Replay ``messages`` (in time order); the engine's statistics, or None for an empty log."""
     if not messages:
         return None
-    engine = ReplayEngine(settings, start=messages[0].message.time, maintenance=maintenance)
+    engine = ReplayEngine(settings, start=messages[0].message.time, maintenance=maintenance, quiet=quiet)
     # Every message seen, by (chat, message id): a would-speak packet is built around its trigger.
     seen: dict[tuple[str, str], ChatMessage] = {}
 

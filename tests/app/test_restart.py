@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from runtime.quiet_history import QUIET_HISTORY_FILE, QuietTimeline
 from tests.app.conftest import FakeClock, make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -49,6 +50,7 @@ async def test_a_quiet_period_survives_a_restart(openai_server: ScriptedOpenAISe
     clock = FakeClock()
     async with running(config, data_dir, clock=clock) as h:
         await h.runtime.control.mute("group:500", clock() + 1800, by="42", reason="mute_word")
+        muted_at = clock()
     clock.advance(60)
     async with running(config, data_dir, clock=clock) as h:
         await h.say("灰风 在吗", addressed=True)
@@ -58,6 +60,11 @@ async def test_a_quiet_period_survives_a_restart(openai_server: ScriptedOpenAISe
         await h.say("灰风 现在呢", addressed=True)
         await h.settle()
         assert h.outbound.texts() == ["我在"]
+    # The period is kept in the history a replay of the stored messages reads, across the restart.
+    history = QuietTimeline.load(data_dir / QUIET_HISTORY_FILE)
+    assert history.quiet_at("group:500", muted_at + 60)
+    assert not history.quiet_at("group:500", muted_at + 1801)
+    assert not history.quiet_at("group:500", muted_at - 1)
 
 
 async def test_a_superusers_mute_stays_imposed_across_a_restart_and_a_legacy_entry_counts_as_one(

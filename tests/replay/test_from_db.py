@@ -88,3 +88,30 @@ def test_a_directory_without_a_database_is_refused(tmp_path: Path) -> None:
     assert run.code == 2
     assert "no GreyWind database" in run.stderr
     assert not (tmp_path / "empty").exists()  # nothing created on the way
+
+
+def test_a_chat_quiet_in_the_bots_history_would_not_speak_during_its_quiet_period(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from runtime.quiet import QUIET_IMPOSED, QuietPeriod
+    from runtime.quiet_history import QUIET_HISTORY_FILE, append_quiet_changes
+
+    before = run_cli("--from-db", data_dir, "--config", CONFIG).lines()
+    spoke = [a for a in activation_lines(before) if a["outcome"] == "would_speak"]
+    assert spoke
+    muted_group = spoke[0]["group_id"]
+    (muted_chat,) = {m.chat_id for m in stored_from_log(GROUPS) if m.chat_id.endswith(f":{muted_group}")}
+    times = [a["ts"] for a in spoke if a["group_id"] == muted_group]
+    quiet_dir = tmp_path / "data"
+    quiet_dir.mkdir()
+    (quiet_dir / DB_FILENAME).write_bytes((data_dir / DB_FILENAME).read_bytes())
+    # The bot was muted in that chat for the whole log, then unmuted: its history says so.
+    history = quiet_dir / QUIET_HISTORY_FILE
+    append_quiet_changes(history, {}, {muted_chat: QuietPeriod(None, QUIET_IMPOSED)}, min(times) - 1)
+    append_quiet_changes(history, {muted_chat: QuietPeriod(None, QUIET_IMPOSED)}, {}, max(times) + 1)
+    after = activation_lines(run_cli("--from-db", quiet_dir, "--config", CONFIG).lines())
+    in_chat = [a for a in after if a["group_id"] == muted_group]
+    assert [a for a in in_chat if a["outcome"] == "would_speak"] == []
+    assert len([a for a in in_chat if a["outcome"] == "quiet"]) == len(times)
+    other = [a for a in after if a["group_id"] != muted_group and a["outcome"] == "would_speak"]
+    assert len(other) == len([a for a in spoke if a["group_id"] != muted_group])
