@@ -14,6 +14,9 @@ subsystem (``structlog.get_logger("greywind.outbound")``) and bind their context
   with one that forwards to structlog, so the process writes one format. NoneBot's two lines per
   matcher run ("Event will be handled by …", "… running complete") are dropped unless the level is
   DEBUG: the bot's own lines say what happened to a message.
+* **Shutdown.** Once :func:`note_shutdown` is called (the edge does, on SIGTERM or Ctrl-C), NoneBot's
+  "WebSocket ... closed by peer" warning is an info line: the server closing its connections on the
+  way out is not a fault.
 * **Time.** JSON lines carry ISO UTC timestamps; the console format shows local time, as an operator
   reads a clock.
 """
@@ -24,18 +27,36 @@ import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Iterable, MutableMapping
 from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["REDACTED", "Redactor", "configure_logging", "route_loguru", "secret_values_from_env"]
+__all__ = [
+    "REDACTED",
+    "Redactor",
+    "configure_logging",
+    "note_shutdown",
+    "route_loguru",
+    "secret_values_from_env",
+]
 
 REDACTED = "***"
 _SECRET_KEY = re.compile(r"(token|secret|password|passwd|api_?key|authorization|credential)", re.IGNORECASE)
 # Values shorter than this are not masked inside other strings (too many false hits, little to leak).
 _MIN_SECRET_LEN = 4
 _LOGURU_METHODS = {5: "debug", 10: "debug", 20: "info", 25: "info", 30: "warning", 40: "error", 50: "error"}
+# NoneBot's line for a connection closed under it: expected while the process stops.
+_CLOSED_BY_PEER = re.compile(r"closed by peer")
+_stopping = threading.Event()
+
+
+def note_shutdown() -> None:
+    """The process is stopping: connections closing from here on are expected."""
+    _stopping.set()
+
+
 # NoneBot's two INFO lines per matcher run.
 _MATCHER_LINE = re.compile(r"^Event will be handled by |running complete$")
 _LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
@@ -145,6 +166,8 @@ def route_loguru(redactor: Redactor, *, level: str = "INFO") -> None:
         if record["level"].no < threshold:
             return
         method = _LOGURU_METHODS.get(record["level"].no, "info")
+        if method == "warning" and _stopping.is_set() and _CLOSED_BY_PEER.search(str(record["message"])):
+            method = "info"
         fields: dict[str, Any] = {"source": record["name"]}
         if record["exception"] is not None and record["exception"].value is not None:
             fields["error"] = redactor.mask(repr(record["exception"].value))[:2000]

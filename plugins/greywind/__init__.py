@@ -20,7 +20,10 @@ Matchers use ``block=False`` so other plugins still see every event.
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 from nonebot import get_adapters, get_driver, on_message, on_notice
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent, NoticeEvent
@@ -30,6 +33,7 @@ from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext, RuntimeGateway, use_runtime
 from plugins.greywind.onebot_guard import GuardedAdapter
 from runtime.config import config_path, load_config
+from runtime.logs import note_shutdown
 
 __all__ = ["EdgeContext", "RuntimeGateway", "current_edge", "use_runtime"]
 
@@ -71,7 +75,24 @@ async def _start() -> None:
         type(adapter).addressed = edge.addressed  # chatter yields while an @ is on its way to the model
     await edge.start()
     _edge = edge
+    _hear_stop_signals(edge)
     edge.announce_ready(f"ws://{driver.config.host}:{driver.config.port}/onebot/v11/ws")
+
+
+def _hear_stop_signals(edge: Edge) -> None:
+    """Chain the server's SIGTERM/SIGINT handlers (installed by now): before it starts closing the
+    connections, the edge and the log know the process is stopping, so those closes are not faults."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(signum)
+        if not callable(previous):
+            continue
+
+        def heard(number: int, frame: FrameType | None, previous: Callable[..., object] = previous) -> None:
+            edge.note_shutdown()
+            note_shutdown()
+            previous(number, frame)
+
+        signal.signal(signum, heard)
 
 
 @driver.on_shutdown

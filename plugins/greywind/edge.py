@@ -138,6 +138,7 @@ class Edge:
         self.model_configured = model_is_configured(config, env)
         self.shadow_mode = config.bot.shadow_mode or not self.model_configured
         self._bots: dict[str, BotApi] = {}
+        self._shutting_down = False
         self.owners = ChatOwners(data_dir / OWNERS_FILE)
         self.gates = ChatGates()
         self.outbound = Outbound(
@@ -280,9 +281,16 @@ class Edge:
         if self.replay.waiting and self._task_group is not None:
             self._task_group.start_soon(self.replay.connected, self_id, name="greywind-replay")
 
+    def note_shutdown(self) -> None:
+        """The process is stopping (SIGTERM, Ctrl-C): connections closing now are expected."""
+        self._shutting_down = True
+
     def bot_disconnected(self, self_id: str) -> None:
         self._bots.pop(self_id, None)
-        log.warning("bot_disconnected", self_id=self_id)
+        if self._shutting_down:
+            log.info("bot_disconnected", self_id=self_id, reason="shutdown")
+        else:
+            log.warning("bot_disconnected", self_id=self_id)
 
     def _account_for(self, chat_id: str) -> Account | None:
         """The account ``chat_id`` names, while it is connected; never another one. An unbound chat
