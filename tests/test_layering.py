@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("config", "tools", "addressing", "quiet", "urgency", "unicode_safe", "logs", "lifetime"),
     ("kernel",),
-    ("store", "llm", "ports", "groups"),
+    ("store", "llm", "ports", "groups", "quiet_history"),
     ("episodes", "context", "commands"),
     ("memory", "extensions"),
     ("app", "replay"),
