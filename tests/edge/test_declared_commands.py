@@ -13,9 +13,8 @@ from plugins.greywind.commands import HELP
 from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext
 from runtime.commands import Command, CommandCall, CommandSpec, Usage, admin_registry
-from runtime.config import parse_config
 from tests.edge.helpers import SELF_ID, FakeBot, as_adapter_delivers
-from tests.edge.test_edge import ADMIN, MODEL_ENV, RecordingGateway, say, settle
+from tests.edge.test_edge import ADMIN, RecordingGateway, build_edge, say, settle
 from tests.support import onebot_events as ob
 
 
@@ -48,15 +47,7 @@ class DeclaringGateway(RecordingGateway):
 
 @pytest.fixture
 async def edge(tmp_path: Path) -> AsyncIterator[tuple[Edge, DeclaringGateway, FakeBot]]:
-    config = parse_config({"outbound": {"max_per_minute": 600, "burst": 50}})
-    edge = Edge(
-        config,
-        config_path=tmp_path / "greywind.toml",
-        data_dir=tmp_path / "data",
-        superusers=[str(ADMIN)],
-        env=MODEL_ENV,
-        factory=DeclaringGateway,
-    )
+    edge = build_edge(tmp_path, factory=DeclaringGateway)
     bot = FakeBot()
     edge.bot_connected(str(SELF_ID), bot)
     await edge.start()

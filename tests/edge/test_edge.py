@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from nonebot.adapters.onebot.v11 import NoticeEvent
 
 from plugins.greywind.commands import RuntimeControl
 from plugins.greywind.edge import Edge, model_is_configured
-from plugins.greywind.gateway import EdgeContext, EdgeControl, LoggingGateway
+from plugins.greywind.gateway import EdgeContext, EdgeControl, LoggingGateway, RuntimeGateway
 from plugins.greywind.notices import BotMuted, Notice
 from runtime.config import parse_config
 from runtime.kernel.message import ChatMessage
@@ -58,7 +58,13 @@ class RecordingGateway:
         self.notices.append(notice)
 
 
-def build_edge(tmp_path: Path, *, env: dict[str, str] | None = None, **bot: Any) -> Edge:
+def build_edge(
+    tmp_path: Path,
+    *,
+    env: dict[str, str] | None = None,
+    factory: Callable[[EdgeContext], RuntimeGateway] = RecordingGateway,
+    **bot: Any,
+) -> Edge:
     config = parse_config({"bot": bot, "outbound": {"max_per_minute": 600, "burst": 50}})
     return Edge(
         config,
@@ -66,7 +72,7 @@ def build_edge(tmp_path: Path, *, env: dict[str, str] | None = None, **bot: Any)
         data_dir=tmp_path / "data",
         superusers=[str(ADMIN), "onebot:777"],
         env=MODEL_ENV if env is None else env,
-        factory=RecordingGateway,
+        factory=factory,
     )
 
 
@@ -399,15 +405,7 @@ class _WhyGateway(RecordingGateway):
 
 @pytest.mark.anyio
 async def test_why_quoting_a_message_explains_that_message(tmp_path: Path) -> None:
-    config = parse_config({"outbound": {"max_per_minute": 600, "burst": 50}})
-    edge = Edge(
-        config,
-        config_path=tmp_path / "greywind.toml",
-        data_dir=tmp_path / "data",
-        superusers=[str(ADMIN)],
-        env=MODEL_ENV,
-        factory=_WhyGateway,
-    )
+    edge = build_edge(tmp_path, factory=_WhyGateway)
     bot = FakeBot()
     edge.bot_connected(str(SELF_ID), bot)
     await edge.start()
