@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test test-deps lint bench clean
 
 $(STAMP): pyproject.toml examples/greywind-dice/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check runtime plugins bench tests examples bot.py
 	$(BIN)/mypy -p runtime -p plugins.greywind
 
-test: lint
+# System packages and services some tests need (a browser, a database server): each script in
+# scripts/test-deps/ installs what is missing and is a no-op when it is there.
+test-deps:
+	@for s in scripts/test-deps/*.sh; do if [ -e "$$s" ]; then bash "$$s" || exit 1; fi; done
+
+test: lint test-deps
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
