@@ -8,7 +8,7 @@ import tomllib
 import pytest
 
 from runtime.config import ConfigError, GreyWindConfig, parse_config
-from runtime.config.accounts import ACCOUNT_SECTIONS, account_config, resolved_values
+from runtime.config.accounts import ACCOUNT_SECTIONS, account_config, persona_names, resolved_values
 
 LAYERED = """
 [budget]
@@ -60,6 +60,8 @@ def test_an_account_sets_its_keys_and_takes_every_other_from_the_shared_tables()
     # An account without keys, and one without a table, run with the shared defaults.
     assert account_config(config, "10002").model_dump() == account_config(config, "99999").model_dump()
     assert account_config(config, None).persona.name == "灰风"
+    # The names the process answers to (the frame guard's priority lane): the shared and each account's.
+    assert persona_names(config) == ("灰风", "greywind", "小灰", "xiaohui")
 
 
 def test_without_accounts_the_config_is_what_it_was() -> None:

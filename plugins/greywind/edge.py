@@ -317,12 +317,17 @@ class Edge:
         self._names = names
         self._rules.clear()  # rebuilt per bot on the next message, with the new names
         if self._frames_renamed is not None:
-            self._frames_renamed(names)  # the frame guard's priority lane follows too
+            # The frame guard's priority lane follows too (with every account's own names).
+            every = (*names, *(n for own in self._account_names.values() for n in own))
+            self._frames_renamed(tuple(dict.fromkeys(every)))
 
     def rename_account(self, account: str, names: tuple[str, ...]) -> None:
         """Address ``account`` by these names from the next message on (its persona was reloaded)."""
         self._account_names[account] = names
         self._rules.pop(account, None)
+        if self._frames_renamed is not None:
+            every = (*self._names, *(n for names in self._account_names.values() for n in names))
+            self._frames_renamed(tuple(dict.fromkeys(every)))
 
     def names_for(self, self_id: str) -> tuple[str, ...]:
         """The names ``self_id`` answers to: its own persona's ([[accounts]]), else the shared one."""

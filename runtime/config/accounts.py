@@ -42,6 +42,7 @@ __all__ = [
     "account_config",
     "account_problems",
     "listed_once",
+    "persona_names",
     "resolved_values",
 ]
 
@@ -173,6 +174,15 @@ def account_config(config: GreyWindConfig, account: str | None) -> GreyWindConfi
         if entry.id == account:
             return _layered(config, entry)
     return config.model_copy(update={"accounts": ()}) if config.accounts else config
+
+
+def persona_names(config: GreyWindConfig) -> tuple[str, ...]:
+    """Every name the process answers to: the shared persona's and each account's (in order, once)."""
+    names = [config.persona.name, *config.persona.aliases]
+    for account in config.account_ids():
+        persona = account_config(config, account).persona
+        names.extend((persona.name, *persona.aliases))
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass(frozen=True, slots=True)
