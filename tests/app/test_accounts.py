@@ -9,9 +9,9 @@ words never make the other speak; an account without a table is served by the de
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pytest
 from runtime.app import build_runtime
 from runtime.app.accounts import ACCOUNTS_DIR, AccountsRuntime
 from runtime.app.runtime import Runtime
-from runtime.config import GreyWindConfig
+from runtime.config import GreyWindConfig, load_config, parse_config
 from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope
 from runtime.kernel.message import ChatKind, ChatMessage
 from runtime.ports import EdgeContext
@@ -47,8 +47,6 @@ def config_with_accounts(server: ScriptedOpenAIServer | None) -> GreyWindConfig:
         {"id": A, "persona": {"name": "小灰", "aliases": []}, "budget": {"max_per_window": 1}},
         {"id": B, "persona": {"name": "阿蓝", "aliases": []}, "lexicon": {"terms": ["火锅"]}},
     ]
-    from runtime.config import parse_config
-
     return parse_config(data)
 
 
@@ -104,7 +102,12 @@ class Accounts:
 
 
 @asynccontextmanager
-async def serving(config: GreyWindConfig, data_dir: Path) -> AsyncIterator[Accounts]:
+async def serving(
+    config: GreyWindConfig,
+    data_dir: Path,
+    *,
+    rename: Callable[[str, tuple[str, ...]], None] | None = None,
+) -> AsyncIterator[Accounts]:
     clock = FakeClock()
     outbound = FakeOutbound(clock)
     edge = EdgeContext(
@@ -117,6 +120,8 @@ async def serving(config: GreyWindConfig, data_dir: Path) -> AsyncIterator[Accou
         superusers=frozenset({"1"}),
         clock=clock,
     )
+    if rename is not None:
+        edge = replace(edge, rename_account=rename)
     gateway = build_runtime(edge)
     assert isinstance(gateway, AccountsRuntime)
     async with anyio.create_task_group() as tg:
@@ -321,3 +326,28 @@ async def test_the_journal_progress_counts_writes_done_only_when_every_stack_has
     assert gateway.store_progress() == (6, 6)
     a.done = -1  # a dropped write: nothing counts as done any more
     assert gateway.store_progress()[1] == -1
+
+
+async def test_a_persona_reload_through_one_account_reloads_that_account_only(data_dir: Path) -> None:
+    file = data_dir / "greywind.toml"
+    text = f"""
+[life]
+enabled = false
+[[accounts]]
+id = {A}
+[accounts.persona]
+name = "小灰"
+[[accounts]]
+id = {B}
+[accounts.persona]
+name = "阿蓝"
+"""
+    file.write_text(text, encoding="utf-8")
+    renamed: list[tuple[str, tuple[str, ...]]] = []
+    async with serving(load_config(file), data_dir, rename=lambda a, n: renamed.append((a, n))) as h:
+        file.write_text(text.replace("小灰", "小白").replace("阿蓝", "阿紫"), encoding="utf-8")
+        answer = await h.gateway.control_for(chat(A)).persona_reload()
+        assert "小白" in answer
+        assert h.stack(A).bot.core.persona.name == "小白"
+        assert h.stack(B).bot.core.persona.name == "阿蓝"  # B reloads only when asked through B
+        assert renamed == [(A, ("小白", "greywind"))]
