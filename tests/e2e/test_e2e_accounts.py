@@ -105,13 +105,13 @@ async def test_two_accounts_in_one_group_answer_apart_and_never_talk_to_each_oth
         await peer_b.post(at(peer_b, A, f"阿蓝 {answer_a.text} 你觉得呢？{tag('loop')}"))
         await peer_a.post(at(peer_a, B, f"小灰 {answer_b.text} 你呢？{tag('loop')}"))
         await peer_a.post(said(peer_a, B, f"小灰，我们继续聊吧？{tag('loop')}"))
-        # Heard, all the same: the sibling's words are context (logged once each).
-        await bot.await_log("sibling_heard", within=10, count=3)
-        await asyncio.sleep(1.0)  # well past the 100 ms an activation would wait
+        await asyncio.sleep(5.0)  # past the debounce of an addressed message (about 3 s), had it counted
         await quiet_for(model.server, 1.0)
         assert model.requests_for("loop") == []
         assert group_sends(peer_a, mark_a) == []
         assert group_sends(peer_b, mark_b) == []
+        # Heard, all the same: the sibling's words are context (logged once each).
+        await bot.await_log("sibling_heard", within=10, count=3)
 
 
 async def test_a_command_through_one_account_leaves_the_other_alone(bot: BotProcess) -> None:
