@@ -167,10 +167,20 @@ class AccountsRuntime:
         return AccountsControl(self, origin)
 
     async def start(self, task_group: TaskGroup) -> None:
-        for account, stack in self.stacks.items():
-            await stack.start(task_group)
-            log.info("account_started", account=account, data_dir=str(stack.edge.data_dir))
-        await self.default.start(task_group)
+        """Start every stack, the listed accounts' first; one that cannot start (its store refused)
+        stops those already started, and the start fails as a single stack's would."""
+        started: list[Runtime] = []
+        try:
+            for account, stack in self.stacks.items():
+                await stack.start(task_group)
+                started.append(stack)
+                log.info("account_started", account=account, data_dir=str(stack.edge.data_dir))
+            await self.default.start(task_group)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                for stack in reversed(started):
+                    await stack.stop()
+            raise
 
     async def stop(self) -> None:
         """Every stack stops at once: each closes within its shares of the edge's grace."""

@@ -26,6 +26,7 @@ from runtime.config import GreyWindConfig, load_config, parse_config
 from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope
 from runtime.kernel.message import ChatKind, ChatMessage
 from runtime.ports import EdgeContext
+from runtime.store.errors import StoreError
 from tests.app.conftest import FakeClock, make_config
 from tests.support.fake_edge import FakeOutbound
 from tests.support.openai_server import ScriptedOpenAIServer
@@ -351,3 +352,26 @@ name = "阿蓝"
         assert h.stack(A).bot.core.persona.name == "小白"
         assert h.stack(B).bot.core.persona.name == "阿蓝"  # B reloads only when asked through B
         assert renamed == [(A, ("小白", "greywind"))]
+
+
+async def test_a_stack_that_cannot_start_stops_those_already_started(data_dir: Path) -> None:
+    (data_dir / ACCOUNTS_DIR).mkdir()
+    (data_dir / ACCOUNTS_DIR / B).write_text("not a directory", encoding="utf-8")  # B's store cannot open
+    edge = EdgeContext(
+        config=config_with_accounts(None),
+        config_path=data_dir / "greywind.toml",
+        data_dir=data_dir,
+        outbound=FakeOutbound(),
+        shadow_mode=False,
+        model_configured=False,
+        superusers=frozenset(),
+    )
+    gateway = build_runtime(edge)
+    assert isinstance(gateway, AccountsRuntime)
+    async with anyio.create_task_group() as tg:
+        with pytest.raises(StoreError, match="10002"):
+            await gateway.start(tg)
+        tg.cancel_scope.cancel()
+    a = gateway.stacks[A]
+    assert not a.running  # A had started: it was stopped again, its store closed
+    assert a.bot.lifetime.closing
