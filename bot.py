@@ -181,6 +181,7 @@ def main() -> int:
         sys.path.insert(0, str(HERE))
 
     from runtime.config import ConfigError, load_config
+    from runtime.config.accounts import persona_names
     from runtime.logs import configure_logging, route_loguru, secret_values_from_env
 
     path = _config_file()
@@ -230,9 +231,8 @@ def main() -> int:
     GuardedAdapter.configure(
         max_events_in_flight=config.bot.max_events_in_flight,
         max_backlog_bytes=config.bot.event_backlog_mb * 1024 * 1024,
-        lanes=LaneRules(
-            names=(config.persona.name, *config.persona.aliases), command_prefix=config.bot.command_prefix
-        ),
+        # Every account's persona names ([[accounts]]) take the priority lane, not only the shared one's.
+        lanes=LaneRules(names=persona_names(config), command_prefix=config.bot.command_prefix),
     )
     driver.register_adapter(GuardedAdapter)
 

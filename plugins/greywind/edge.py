@@ -42,6 +42,7 @@ from plugins.greywind.gateway import (
     RuntimeFactory,
     RuntimeGateway,
     commands_of,
+    control_of,
     current_factory,
 )
 from plugins.greywind.journal import JOURNAL_DIR, InboundJournal, JournalKey, JournalStatistics
@@ -60,6 +61,7 @@ from plugins.greywind.outbound import (
 from plugins.greywind.restriction import RestrictionCircuits
 from runtime.commands import FAILED, CommandCall
 from runtime.config import GreyWindConfig
+from runtime.config.accounts import account_config
 from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
@@ -144,6 +146,7 @@ class Edge:
         self.outbound = Outbound(
             bot=self._account_for,
             bucket=TokenBucket(config.outbound.max_per_minute, config.outbound.burst),
+            buckets=_account_buckets(config),
             gates=self.gates,
             clock=clock,
             max_reply_chars=config.bot.max_reply_chars,
@@ -176,9 +179,15 @@ class Edge:
             rename=self.rename,
             addressed=self.addressed,
             chat_bindings=lambda: self.owners.bindings(PLATFORM),
+            rename_account=self.rename_account,
         )
         self.gateway: RuntimeGateway = (factory or current_factory())(self.context)
         self._names = (config.persona.name, *config.persona.aliases)
+        # [[accounts]]: each account answers to its own persona's names.
+        self._account_names: dict[str, tuple[str, ...]] = {}
+        for account in config.account_ids():
+            persona = account_config(config, account).persona
+            self._account_names[account] = (persona.name, *persona.aliases)
         self._rules: dict[str, AddressingRules] = {}
         self._task_group: TaskGroup | None = None
         self._messages = self._truncated = self._convert_failed = 0
@@ -308,14 +317,28 @@ class Edge:
         self._names = names
         self._rules.clear()  # rebuilt per bot on the next message, with the new names
         if self._frames_renamed is not None:
-            self._frames_renamed(names)  # the frame guard's priority lane follows too
+            # The frame guard's priority lane follows too (with every account's own names).
+            every = (*names, *(n for own in self._account_names.values() for n in own))
+            self._frames_renamed(tuple(dict.fromkeys(every)))
+
+    def rename_account(self, account: str, names: tuple[str, ...]) -> None:
+        """Address ``account`` by these names from the next message on (its persona was reloaded)."""
+        self._account_names[account] = names
+        self._rules.pop(account, None)
+        if self._frames_renamed is not None:
+            every = (*self._names, *(n for names in self._account_names.values() for n in names))
+            self._frames_renamed(tuple(dict.fromkeys(every)))
+
+    def names_for(self, self_id: str) -> tuple[str, ...]:
+        """The names ``self_id`` answers to: its own persona's ([[accounts]]), else the shared one."""
+        return self._account_names.get(self_id, self._names)
 
     def _rules_for(self, self_id: str) -> AddressingRules:
         rules = self._rules.get(self_id)
         if rules is None:
             rules = self._rules[self_id] = AddressingRules(
                 self_id=self_id,
-                names=self._names,
+                names=self.names_for(self_id),
                 max_chars=self.config.bot.max_message_chars,
                 is_own_message=self.outbound.is_own_message,
             )
@@ -341,7 +364,7 @@ class Edge:
         message = inbound.message
         if message.from_self:
             return None
-        registry = commands_of(self.gateway)
+        registry = commands_of(self.gateway, message.chat_id)
         prefix, superuser = self.config.bot.command_prefix, message.sender_id in self.superusers
         command = registry.parse(inbound.body, chat_id=message.chat_id, prefix=prefix, superuser=superuser)
         if command is None and message.addressed:
@@ -389,7 +412,7 @@ class Edge:
         now = self.clock()
         verdict = self.gates.verdict(chat, now)
         if verdict.reason == "quiet" and is_unmute_request(
-            message.text, bot_config.unmute_phrase_for(self._names[0])
+            message.text, bot_config.unmute_phrase_for(self.names_for(message.account)[0])
         ):
             # A member lifts only a quiet period members asked for; a superuser's /mute stays.
             if self.gates.unquiet(chat, only=QUIET_ASKED):
@@ -411,12 +434,13 @@ class Edge:
         return message
 
     async def _tell_control_mute(self, chat: str, until: float, message: ChatMessage) -> None:
-        text = await self.gateway.control.mute(chat, until, by=message.sender_id, reason="mute_word")
+        control = control_of(self.gateway, chat)
+        text = await control.mute(chat, until, by=message.sender_id, reason="mute_word")
         if text:
             await self.outbound.send(chat, text, reply_to=message.message_id, admin=True)
 
     async def _tell_control_unmute(self, chat: str, by: str) -> None:
-        text = await self.gateway.control.unmute(chat, by=by, reason="phrase")
+        text = await control_of(self.gateway, chat).unmute(chat, by=by, reason="phrase")
         if text:
             await self.outbound.send(chat, text)
 
@@ -430,14 +454,14 @@ class Edge:
         name = command.name if isinstance(command, Command) else "usage"
         log.info("command", name=name, by=message.sender_id, chat_id=message.chat_id)
         call = CommandCall(
-            self.gateway.control,
+            control_of(self.gateway, message.chat_id),
             now=now,
             by=message.sender_id,
             origin=message.chat_id,
             reply_to=message.reply_to,
         )
         try:
-            text = await commands_of(self.gateway).dispatch(command, call)
+            text = await commands_of(self.gateway, message.chat_id).dispatch(command, call)
         except Exception:
             log.exception("command_failed", name=name)
             text = FAILED
@@ -614,6 +638,15 @@ class _LocalFailures:
                 log.exception("background_task_failed", task=str(name or getattr(func, "__name__", func)))
 
         self._task_group.start_soon(contained, name=name or getattr(func, "__name__", None))
+
+
+def _account_buckets(config: GreyWindConfig) -> dict[str, TokenBucket]:
+    """[[accounts]]: each account's own send rate (its ``outbound`` over the shared one)."""
+    buckets: dict[str, TokenBucket] = {}
+    for account in config.account_ids():
+        outbound = account_config(config, account).outbound
+        buckets[account] = TokenBucket(outbound.max_per_minute, outbound.burst)
+    return buckets
 
 
 def _plain_user_id(user: str) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import structlog
 from anyio.abc import TaskGroup
@@ -42,7 +43,9 @@ __all__ = [
     "LoggingGatewayStatistics",
     "RuntimeFactory",
     "RuntimeGateway",
+    "ServesAccounts",
     "commands_of",
+    "control_of",
     "current_factory",
     "use_runtime",
 ]
@@ -50,10 +53,28 @@ __all__ = [
 log = structlog.get_logger("greywind.gateway")
 
 
-def commands_of(gateway: RuntimeGateway) -> CommandRegistry:
-    """The commands ``gateway`` declares, else the built-in admin commands."""
+@runtime_checkable
+class ServesAccounts(Protocol):
+    """A gateway with one runtime stack per account (``[[accounts]]``): a command heard in chat
+    ``origin`` is parsed by the commands of that chat's account (``commands_for``) and answered by a
+    control that reaches the stack of the chat it names (``control_for``)."""
+
+    def commands_for(self, origin: str) -> CommandRegistry: ...
+    def control_for(self, origin: str) -> RuntimeControl: ...
+
+
+def commands_of(gateway: RuntimeGateway, origin: str | None = None) -> CommandRegistry:
+    """The commands ``gateway`` declares (for a command heard in ``origin``, when it serves several
+    accounts), else the built-in admin commands."""
+    if origin is not None and isinstance(gateway, ServesAccounts):
+        return gateway.commands_for(origin)
     declared = getattr(gateway, "commands", None)
     return declared if isinstance(declared, CommandRegistry) else ADMIN
+
+
+def control_of(gateway: RuntimeGateway, origin: str) -> RuntimeControl:
+    """The control that answers a command (or a mute word) heard in ``origin``."""
+    return gateway.control_for(origin) if isinstance(gateway, ServesAccounts) else gateway.control
 
 
 _factory: RuntimeFactory | None = None

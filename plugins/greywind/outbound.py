@@ -265,6 +265,7 @@ class Outbound:
         bot: Callable[[str], Account | None],
         bucket: TokenBucket,
         gates: ChatGates,
+        buckets: Mapping[str, TokenBucket] | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Sleep = anyio.sleep,
         max_reply_chars: int = 600,
@@ -279,6 +280,8 @@ class Outbound:
         self._bot = bot
         self.circuits = circuits or RestrictionCircuits(clock=clock)
         self.bucket = bucket
+        # An account with its own send rate ([[accounts]]); every other account shares ``bucket``.
+        self.buckets: dict[str, TokenBucket] = dict(buckets or {})
         self.gates = gates
         self._clock = clock
         self._sleep = sleep
@@ -395,7 +398,7 @@ class Outbound:
                 if self.circuits.paused(account.self_id):
                     self.circuits.admit(account.self_id)  # refused: counted
                     return None, attempt - 1, "restricted"
-                await self.bucket.acquire()
+                await self.buckets.get(account.self_id, self.bucket).acquire()
                 ticket = self.circuits.admit(account.self_id)  # a pause may have begun meanwhile
                 if ticket is None:
                     return None, attempt - 1, "restricted"

@@ -3,7 +3,8 @@ model, tools and store.
 
 ::
 
-    runtime.py      Runtime (the edge's RuntimeGateway), build_runtime(edge) for use_runtime
+    runtime.py      Runtime (the edge's RuntimeGateway)
+    accounts.py     build_runtime(edge) for use_runtime; AccountsRuntime: one Runtime per account
     compose.py      compose(): the running bot built in dependency order, each part given what it uses;
                     one Lifetime owns every task and registration (stop closes it, the store last)
     core.py         the parts that need nothing but config and clock (kernel, registries, router, ...)
@@ -27,6 +28,7 @@ family, or ``ConfigError`` for an unknown ``store.backend``) and reach the lifes
 every failure is caught, logged with its chat, thread and episode, and kept local.
 """
 
-from runtime.app.runtime import Runtime, RuntimeStatistics, build_runtime
+from runtime.app.accounts import build_runtime
+from runtime.app.runtime import Runtime, RuntimeStatistics
 
 __all__ = ["Runtime", "RuntimeStatistics", "build_runtime"]

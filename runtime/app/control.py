@@ -39,6 +39,7 @@ from runtime.app.persona import Persona
 from runtime.app.reasons_zh import action_zh, decision_zh, reason_zh, state_zh
 from runtime.app.why import WhyLog
 from runtime.config import ConfigError, load_config
+from runtime.config.accounts import account_config, resolved_values
 from runtime.config.app import AppConfig
 from runtime.context.packet import PersonaSlot
 from runtime.context.setup import ContextRuntime
@@ -106,10 +107,25 @@ class Control:
         if not rt.model_ready:
             head += "；未配置模型"
         if chat_id is None and full:
-            return "\n".join(part for part in (head, rt.edge.edge_status(), self._overview(now)) if part)
+            parts = (head, rt.edge.edge_status(), self._overview(now), self._origins(None))
+            return "\n".join(part for part in parts if part)
         if chat_id is None:
             return "\n".join(part for part in (head, *self._summary(now)) if part)
-        return "\n".join((head, await self._chat_status(chat_id, now)))
+        chat = await self._chat_status(chat_id, now)
+        return "\n".join((head, chat, self._origins(chat_id)) if full else (head, chat))
+
+    def _origins(self, chat_id: str | None) -> str:
+        """Where this stack's settings come from (default < account < group): every value that is
+        not the shared default, with its layer; the count of the rest."""
+        rt = self._rt
+        overrides = rt.groups.overrides()
+        group = {"groups.enabled": overrides[chat_id]} if chat_id in overrides else {}
+        values = resolved_values(rt.edge.shared_config or rt.edge.config, rt.edge.account, group=group)
+        layer = {"account": f"账号 {rt.edge.account}", "group": "本群"}
+        own = [f"{v.key}={v.value}［{layer[v.origin]}］" for v in values if v.origin != "default"]
+        rest = sum(v.origin == "default" for v in values)
+        who = f"账号 {rt.edge.account}" if rt.edge.account else "默认账号设置"
+        return f"配置（{who}；默认 < 账号 < 群）：" + "，".join([*own, f"其余 {rest} 项为默认"])
 
     def _summary(self, now: float) -> list[str]:
         """The whole bot in a few lines: the model, the accounts and groups, today's tokens; storage
@@ -345,7 +361,7 @@ class Control:
             fresh = load_config(rt.edge.config_path)
         except ConfigError as exc:
             return f"人格没有重载：{exc}"
-        persona = fresh.persona
+        persona = account_config(fresh, rt.edge.account).persona  # an account's over the shared one
         if persona == rt.persona.config:
             return "人格配置没有变化。"
         rt.persona.replace(persona)

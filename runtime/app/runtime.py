@@ -1,6 +1,7 @@
 """The Runtime: the edge's :class:`~runtime.ports.RuntimeGateway`, composing every part.
 
-Built by :func:`build_runtime` (``use_runtime(build_runtime)`` in ``bot.py``); it holds nothing but the
+Built by :func:`runtime.app.accounts.build_runtime` (``use_runtime(build_runtime)`` in ``bot.py``; one
+per account with ``[[accounts]]``); it holds nothing but the
 edge until :meth:`Runtime.start`, which has :func:`runtime.app.compose.compose` build the running bot
 in the lifespan's task group: the parts in dependency order, the saved state restored
 (:mod:`runtime.app.persistence`), the background work started — the store writer, the activation
@@ -37,6 +38,7 @@ from runtime.app.episodes import DriverStatistics, EpisodeDriver
 from runtime.app.loop import ActivationLoop, LoopStatistics
 from runtime.app.maintenance import Maintenance, MaintenanceStatistics
 from runtime.app.persistence import PersistenceStatistics, StatePersistence
+from runtime.app.siblings import SiblingAccounts
 from runtime.commands import CommandRegistry, admin_registry
 from runtime.context.setup import ContextRuntime
 from runtime.episodes import WaitingStatistics
@@ -46,13 +48,20 @@ from runtime.kernel.kernel import Kernel, KernelStatistics
 from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.llm.router import ModelRouter
 from runtime.memory.layers import MemoryLayer
-from runtime.ports import EdgeContext, Notice, Outbound, Recalled, RuntimeControl, SentRecord
+from runtime.ports import (
+    EdgeContext,
+    Notice,
+    Outbound,
+    Recalled,
+    RuntimeControl,
+    SentRecord,
+)
 from runtime.store.protocol import Store
 from runtime.store.records import MessageRecalled, StoredMessage
 from runtime.store.writer import StoreWriter
 from runtime.tools import ToolRegistry
 
-__all__ = ["Runtime", "RuntimeNotStartedError", "RuntimeStatistics", "build_runtime"]
+__all__ = ["Runtime", "RuntimeNotStartedError", "RuntimeStatistics"]
 
 log = structlog.get_logger("greywind.runtime")
 
@@ -80,9 +89,17 @@ class RuntimeStatistics:
 class Runtime:
     """See the module docstring."""
 
-    def __init__(self, edge: EdgeContext, *, router: ModelRouter | None = None) -> None:
+    def __init__(
+        self,
+        edge: EdgeContext,
+        *,
+        router: ModelRouter | None = None,
+        siblings: SiblingAccounts | None = None,
+    ) -> None:
         self.edge = edge
         self._router = router
+        # Several accounts in one process: what another of them says is heard, never answered.
+        self._siblings = siblings
         self._bot: RunningBot | None = None
         # The commands the edge answers: the built-in admin commands, and the extensions' once loaded.
         self.commands: CommandRegistry = admin_registry()
@@ -199,6 +216,9 @@ class Runtime:
             log.info("duplicate_delivery", chat_id=message.chat_id, message_id=message.message_id)
             return
         self._messages += 1
+        if self._siblings is not None and self._siblings.heard_from_sibling(message):
+            self._hear_sibling(message)
+            return
         result = core.kernel.ingest(message)
         thread_id = result.thread.thread.id
         stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
@@ -216,6 +236,16 @@ class Runtime:
         else:
             # A scheduled activation may fall due before the loop's alarm; supersessions are reported.
             self.bot.loop.poke(force=bool(result.superseded))
+
+    def _hear_sibling(self, message: ChatMessage) -> None:
+        """Another account of this process spoke (:mod:`runtime.app.siblings`): its message joins its
+        conversation thread, the recent buffer and the store; no attention, no episode."""
+        core = self.bot.core
+        thread_id = core.kernel.threads.assign(message).thread.id
+        stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
+        core.recent.add(stored)
+        self.bot.storage.writer.offer(stored)
+        log.info("sibling_heard", chat_id=message.chat_id, sender_id=message.sender_id)
 
     async def on_notice(self, notice: Notice) -> None:
         if not self._started:
@@ -305,8 +335,3 @@ class Runtime:
             persistence=bot.persistence.statistics(),
             kernel=bot.core.kernel.statistics(),
         )
-
-
-def build_runtime(edge: EdgeContext) -> Runtime:
-    """The factory ``use_runtime`` takes."""
-    return Runtime(edge)

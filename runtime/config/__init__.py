@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from runtime.config.accounts import account_problems
 from runtime.config.schema import GreyWindConfig
 
 __all__ = [
@@ -46,7 +47,7 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
 def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> GreyWindConfig:
     """Validate already-parsed TOML data."""
     try:
-        return GreyWindConfig.model_validate(dict(data))
+        config = GreyWindConfig.model_validate(dict(data))
     except ValidationError as exc:
         problems: list[str] = []
         keys: list[str] = []
@@ -55,10 +56,18 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> GreyWi
             keys.append(key)
             if err["type"] == "extra_forbidden":
                 problems.append(f"{key}: unknown key")
+            elif key.startswith("accounts") and isinstance(err.get("input"), list | dict):
+                problems.append(f"{key}: {err['msg']}")  # the whole table is no help to read
             else:
                 problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
         message = f"invalid configuration in {source}:\n  " + "\n  ".join(problems)
         raise ConfigError(message, tuple(keys)) from None
+    # Each account's keys, checked as the sections they become over the shared defaults.
+    layered = account_problems(config)
+    if layered:
+        message = f"invalid configuration in {source}:\n  " + "\n  ".join(f"{k}: {p}" for k, p in layered)
+        raise ConfigError(message, tuple(k for k, _ in layered))
+    return config
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> GreyWindConfig:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pydantic import field_validator
+
 from runtime.config._base import Section
+from runtime.config.accounts import AccountConfig, listed_once
 from runtime.config.app import AppConfig
 from runtime.config.bot import BotConfig, OutboundConfig
 from runtime.config.context import ContextConfig
@@ -37,3 +40,14 @@ class GreyWindConfig(Section):
     runtime: AppConfig = AppConfig()
     extensions: ExtensionsConfig = ExtensionsConfig()
     groups: GroupsConfig = GroupsConfig()
+    # [[accounts]]: per QQ account, keys layered over the tables above (runtime.config.accounts).
+    accounts: tuple[AccountConfig, ...] = ()
+
+    @field_validator("accounts")
+    @classmethod
+    def _each_once(cls, accounts: tuple[AccountConfig, ...]) -> tuple[AccountConfig, ...]:
+        return listed_once(accounts)
+
+    def account_ids(self) -> tuple[str, ...]:
+        """The QQ numbers of the ``[[accounts]]`` tables, in order (empty: one account stack)."""
+        return tuple(account.id for account in self.accounts)

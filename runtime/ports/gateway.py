@@ -12,7 +12,8 @@ A gateway that stores messages also serves an edge's inbound journal: :class:`St
 (``store_progress() -> (handed, committed)``, writes handed to its store writer and how many of them
 are committed, in order; ``async stored_already(messages) -> list[bool]``, whether the store holds
 exactly each one). An edge checks for it with ``isinstance``; without it the journal takes what was
-handed over as committed, and a replay skips nothing.
+handed over as committed, and a replay skips nothing. A gateway serving several accounts, each with
+its own stack, answers commands per account (the edge's ``ServesAccounts``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ class EdgeContext:
     addressed: AddressedWork = field(default_factory=AddressedWork)
     # Chats recorded before chat keys named their account: unbound id -> bound id, rebound at start.
     chat_bindings: Callable[[], Mapping[str, str]] = field(default=dict)
+    # Several accounts in one process ([[accounts]]): the account one stack serves (None: the
+    # default stack), the whole file's config its own ``config`` is layered from, and how a stack
+    # tells the edge its account's persona names changed.
+    account: str | None = None
+    shared_config: GreyWindConfig | None = None
+    rename_account: Callable[[str, tuple[str, ...]], None] = field(default=lambda account, names: None)
 
 
 class RuntimeGateway(Protocol):
