@@ -91,6 +91,7 @@ class ControlParts:
     why: WhyLog
     loop: ActivationLoop  # for its statistics
     driver: EpisodeDriver  # for its statistics
+    mcp_status: Callable[[], list[str]] = list  # one line per MCP server (runtime.mcp)
 
 
 class Control:
@@ -144,6 +145,7 @@ class Control:
             f"今日 token：{ledger.day_total(today)}",
             rt.groups.describe(),
             self._storage(now),
+            *rt.mcp_status(),
         ]
         return "\n".join(lines)
 

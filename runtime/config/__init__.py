@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from runtime.config.mcp import SECRET_ERROR
 from runtime.config.schema import GreyWindConfig
 
 __all__ = [
@@ -55,6 +56,8 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> GreyWi
             keys.append(key)
             if err["type"] == "extra_forbidden":
                 problems.append(f"{key}: unknown key")
+            elif err["type"] == SECRET_ERROR:
+                problems.append(f"{key}: {err['msg']}")  # the value may be a secret: not repeated
             else:
                 problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
         message = f"invalid configuration in {source}:\n  " + "\n  ".join(problems)

@@ -12,6 +12,7 @@ from runtime.config.groups import GroupsConfig
 from runtime.config.kernel import AttentionConfig, BudgetConfig, SchedulingConfig
 from runtime.config.lexicon import LexiconConfig
 from runtime.config.life import LifeConfig
+from runtime.config.mcp import McpConfig
 from runtime.config.memory_injection import MemoryInjectionConfig
 from runtime.config.models import ModelsConfig
 from runtime.config.persona import PersonaConfig
@@ -37,3 +38,4 @@ class GreyWindConfig(Section):
     runtime: AppConfig = AppConfig()
     extensions: ExtensionsConfig = ExtensionsConfig()
     groups: GroupsConfig = GroupsConfig()
+    mcp: McpConfig = McpConfig()
