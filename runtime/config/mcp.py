@@ -15,6 +15,7 @@
     # url = "https://example.org/mcp"                      # ... or a streamable-HTTP server
     # headers_env = {Authorization = "GREYWIND_MCP_X_TOKEN"}   # header -> environment variable
     timeout_s = 10               # one call, hard; past it the call fails and the episode goes on
+    start_timeout_s = 30         # starting it (process or HTTP session, initialise, list tools)
     enabled = true
     allow = ["private"]          # group numbers, "private" (every private chat), "superusers"
     side_effect = []             # tools to treat as changing the world, whatever they declare
@@ -54,8 +55,10 @@ class McpServerConfig(Section):
     # A streamable-HTTP server: its endpoint, and header -> the environment variable holding its value.
     url: str | None = None
     headers_env: dict[str, str] = Field(default_factory=dict)
-    # One call (and the connection's start) may take this long; past it the call fails.
+    # One call (and one ping) may take this long; past it the call fails.
     timeout_s: float = Field(default=10.0, gt=0, le=600)
+    # Starting the server (process or HTTP session, initialise, list tools) may take this long.
+    start_timeout_s: float = Field(default=30.0, gt=0, le=600)
     enabled: bool = True
     # Group numbers, "private" (every private chat), "superusers" (superusers' private chats).
     allow: tuple[str, ...] = ()

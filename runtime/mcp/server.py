@@ -1,10 +1,11 @@
 """One MCP server, kept connected: its session, its tools in the registry while it is up, its state.
 
 :meth:`McpServer.run` is the server's supervisor, one background task for as long as the bot runs:
-connect (start the child process, or open the HTTP session), initialise, list the tools, register
-them, then ping every ``ping_interval_ms``. A start that fails, a connection that breaks, a child
-that exits and a ping that is not answered within ``timeout_s`` all end the session the same way:
-its tools are removed from the registry at once (a log line ``mcp_server_down``), and after a wait
+connect (start the child process, or open the HTTP session), initialise and list the tools within
+``start_timeout_s``, register them, then ping every ``ping_interval_ms``. A start that fails or takes
+too long, a connection that breaks, a child that exits and a ping not answered within ``timeout_s``
+all end the session the same way: its tools are removed from the registry at once (a log line
+``mcp_server_down``), and after a wait
 that doubles from ``reconnect_min_ms`` up to ``reconnect_max_ms`` a new process or HTTP session is
 started and initialised from scratch; its tools return with ``mcp_server_up``. Nothing here is
 awaited by start-up or by any chat: the task runs beside them, and a call reaches the session only
@@ -163,7 +164,7 @@ class McpServer:
 
     async def _session_once(self) -> None:
         """One session, from the start of its transport to its end (raises why it ended)."""
-        timeout = self.config.timeout_s
+        timeout = self.config.start_timeout_s
         with anyio.CancelScope() as connecting:
             # The start (process or HTTP session, initialise, list tools) is bounded; the session
             # itself is not. The scope wraps the whole exit stack, so the transports' task groups

@@ -32,6 +32,7 @@ def stdio_server(name: str = "sample", **keys: Any) -> dict[str, Any]:
         "args": ["-m", "tests.mcp.sample_server", "stdio"],
         "env": {"PYTHONPATH": str(ROOT)},
         "timeout_s": 3,
+        "start_timeout_s": 20,
         **keys,
     }
 
@@ -42,6 +43,7 @@ def time_server(**keys: Any) -> dict[str, Any]:
         "command": PY,
         "args": ["-m", "mcp_server_time", "--local-timezone=Asia/Shanghai"],
         "timeout_s": 5,
+        "start_timeout_s": 20,
         **keys,
     }
 
@@ -84,7 +86,7 @@ class HttpServer:
             self.process = None
 
     def config(self, name: str = "web", **keys: Any) -> dict[str, Any]:
-        return {"name": name, "url": self.url, "timeout_s": 3, **keys}
+        return {"name": name, "url": self.url, "timeout_s": 3, "start_timeout_s": 20, **keys}
 
 
 @pytest.fixture
@@ -95,3 +97,10 @@ def http_server() -> Iterator[HttpServer]:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
