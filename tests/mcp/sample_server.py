@@ -3,16 +3,18 @@
     python -m tests.mcp.sample_server stdio
     python -m tests.mcp.sample_server http PORT      # streamable HTTP on 127.0.0.1:PORT/mcp
 
-Its tools: ``echo`` and ``add`` (plain), ``hang`` (never answers), ``slow`` (answers after ``ms``),
-``wipe`` (declares itself destructive), ``inject`` (an answer that tries to close its frame and give
-orders), ``big`` (an answer far over any cap), ``pid`` (the process's id: which process answered),
-``header`` (a request header, over HTTP).
+Its tools: ``echo`` and ``add`` (plain), ``hang`` (never answers), ``freeze`` (blocks the whole
+server: pings go unanswered too), ``slow`` (answers after ``ms``), ``wipe`` (declares itself
+destructive), ``inject`` (an answer that tries to close its frame and give orders), ``big`` (an
+answer far over any cap), ``pid`` (the process's id: which process answered), ``header`` (a request
+header, over HTTP).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
@@ -41,6 +43,12 @@ async def hang() -> str:
 async def slow(ms: int = 0) -> str:
     await anyio.sleep(ms / 1000)
     return "done"
+
+
+@server.tool(description="Blocks the whole server (its event loop) for a minute.")
+def freeze() -> str:
+    time.sleep(60)
+    return "thawed"
 
 
 @server.tool(description="Deletes everything.", annotations=ToolAnnotations(destructiveHint=True))

@@ -255,3 +255,27 @@ async def test_the_published_time_server() -> None:
         )
         assert result.ok, result.message
         assert '"timezone": "Asia/Shanghai"' in result.content
+
+
+async def test_a_frozen_server_is_given_up_on_and_started_anew() -> None:
+    with capture_logs() as logs:
+        async with hub_running([stdio_server(allow=[500], timeout_s=1)]) as (_, tools):
+            await until(lambda: "sample__pid" in tools)
+            pid = int((await tools.invoke("sample__pid", {}, ctx())).content.splitlines()[1])
+            frozen = await tools.invoke("sample__freeze", {}, ctx())
+            assert frozen.error is ToolErrorKind.TIMEOUT
+            await until(lambda: "sample__pid" not in tools, within=5)  # its pings went unanswered
+            await until(lambda: "sample__pid" in tools, within=20)
+            again = int((await tools.invoke("sample__pid", {}, ctx())).content.splitlines()[1])
+            assert again != pid
+    downs = [e for e in logs if e["event"] == "mcp_server_down"]
+    assert "ping not answered within 1 s" in downs[0]["error"]
+
+
+async def test_reconnects_back_off_exponentially_up_to_the_cap() -> None:
+    servers = [{"name": "missing", "command": "/nonexistent/mcp-server"}]
+    with capture_logs() as logs:
+        async with hub_running(servers) as (_, _tools):
+            await until(lambda: sum(e["event"] == "mcp_server_down" for e in logs) >= 6, within=10)
+    waits = [e["retry_in_s"] for e in logs if e["event"] == "mcp_server_down"][:6]
+    assert waits == [0.05, 0.1, 0.2, 0.4, 0.4, 0.4]  # FAST: 50 ms doubling, capped at 400 ms
