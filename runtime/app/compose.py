@@ -318,7 +318,7 @@ async def _compose(
     background = Background(task_group)
     alarm = Alarm(core.kernel.scheduler, core.clock)
     # MCP servers' tools join the registry once their sessions are up (in the background, below).
-    mcp = McpHub(core.config.mcp, core.tools, superusers=edge.superusers)
+    mcp = McpHub(core.config.mcp, core.tools, superusers=edge.superusers, data_dir=edge.data_dir)
     driver = _driver(core, storage, edge, alarm, background, lifetime, mcp)
     app = core.config.runtime
     slots = EpisodeSlots(app.max_concurrent_episodes, app.forced_episode_reserve)

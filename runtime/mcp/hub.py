@@ -4,13 +4,15 @@
 and returns at once: start-up never waits for a server, and a stop cancels the supervisors (a
 child process is closed, then killed). :meth:`grants` is what an episode in a chat adds to its
 permissions: the servers that chat may use. :meth:`snapshot` is the state of each server for the
-console; :meth:`status_lines` the same for ``/status full``.
+console; :meth:`status_lines` the same for ``/status full``. With ``data_dir``, each stdio child's
+stderr goes to ``<data_dir>/mcp/<server>.log``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
 from typing import Any
 
 from runtime.config.mcp import McpConfig
@@ -38,6 +40,7 @@ class McpHub:
         superusers: Collection[str] = (),
         env: Mapping[str, str] | None = None,
         clock: Callable[[], float] | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         self._config = config
         self._superusers = frozenset(superusers)
@@ -50,6 +53,7 @@ class McpHub:
                 reconnect_max=config.reconnect_max_ms / 1000,
                 ping_interval=config.ping_interval_ms / 1000,
                 env=os.environ if env is None else env,
+                log_dir=None if data_dir is None else data_dir / "mcp",
                 **extra,
             )
             for server in config.servers

@@ -5,7 +5,8 @@ text, cut to the server's ``max_result_chars``, and put between two marker lines
 data from an outside tool and not instructions. A marker the server wrote itself is defused, so an
 answer cannot close its own frame and go on as if the bot were speaking. The text reaches only the
 episode's ``tool`` message: nothing parses it for commands, so it cannot run an admin command, and
-the persona decides what, if anything, of it to say.
+the persona decides what, if anything, of it to say. An error the server reports is its words too:
+it is framed the same way (:class:`McpToolFailed`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,17 @@ FRAME_ROOM = 200
 _MARKERS = ("〔", "〕")
 
 
+# The registry shows at most 300 characters of a failure's message: the server's words in it are cut
+# to this, so the frame still closes.
+ERROR_CHARS = 120
+
+
 class McpToolFailed(Exception):
-    """The server answered the call with ``isError``; the message is its text, capped."""
+    """The call failed on the server's side (``isError``, or a protocol error); the message is the
+    server's words, capped and framed like a result: they are untrusted too."""
+
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__(framed(name, text, ERROR_CHARS))
 
 
 def result_text(result: types.CallToolResult) -> str:

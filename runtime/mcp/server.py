@@ -11,6 +11,7 @@ started and initialised from scratch; its tools return with ``mcp_server_up``. N
 awaited by start-up or by any chat: the task runs beside them, and a call reaches the session only
 through the registry, which cuts it off after ``timeout_s`` (the episode goes on with the failure).
 
+The child's stderr goes to ``<data dir>/mcp/<server>.log`` (moved to ``.log.1`` past 4 MB at a start).
 The child process gets a minimal environment (the SDK's: ``PATH``, ``HOME``, ...) plus the server's
 ``env``, never the bot's own (its model keys stay with the bot). HTTP headers come from the
 environment variables ``headers_env`` names, read when the session is opened.
@@ -18,15 +19,19 @@ environment variables ``headers_env`` names, read when the session is opened.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 import anyio
 import httpx
@@ -35,6 +40,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import McpError
 
 from runtime.config.mcp import McpServerConfig
 from runtime.mcp.access import permission
@@ -48,6 +54,10 @@ log = structlog.get_logger("greywind.mcp")
 
 # A description longer than this is cut: it is the server's text in every prompt that offers the tool.
 MAX_DESCRIPTION = 500
+# A tool's argument schema is in every prompt that offers it too: one larger than this is not offered.
+MAX_SCHEMA = 8_000
+# A child's stderr goes to <data dir>/mcp/<server>.log; one over this size is moved to .log.1 at a start.
+STDERR_LOG_MAX = 4 * 1024 * 1024
 
 
 class ServerState(StrEnum):
@@ -97,8 +107,10 @@ class McpServer:
         ping_interval: float,
         env: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.time,
+        log_dir: Path | None = None,
     ) -> None:
         self.config = config
+        self._log_dir = log_dir
         self._tools = tools
         self._reconnect_min = reconnect_min
         self._reconnect_max = reconnect_max
@@ -195,7 +207,8 @@ class McpServer:
         cfg = self.config
         if cfg.command is not None:
             params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=dict(cfg.env))
-            read, write = await stack.enter_async_context(stdio_client(params))
+            errlog = stack.enter_context(self._stderr_log())
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
             return read, write
         assert cfg.url is not None
         headers = {}
@@ -208,6 +221,18 @@ class McpServer:
         await stack.enter_async_context(client)
         read, write, _ = await stack.enter_async_context(streamable_http_client(cfg.url, http_client=client))
         return read, write
+
+    def _stderr_log(self) -> contextlib.AbstractContextManager[TextIO]:
+        """Where the child's stderr goes: its own file in the data directory (the bot's stderr when
+        there is none), so a chatty server does not fill the bot's log."""
+        if self._log_dir is None:
+            return contextlib.nullcontext(sys.stderr)
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        path = self._log_dir / f"{self.name}.log"
+        with contextlib.suppress(OSError):
+            if path.stat().st_size > STDERR_LOG_MAX:
+                path.replace(path.with_suffix(".log.1"))
+        return path.open("a", encoding="utf-8")
 
     async def _keep_alive(self, session: ClientSession) -> None:
         """Ping until a ping fails or is not answered in time (raises)."""
@@ -241,13 +266,17 @@ class McpServer:
                 withheld.append((tool.name, f"the name {name} is taken"))
                 log.warning("mcp_tool_name_taken", server=cfg.name, tool=tool.name, name=name)
                 continue
+            schema = tool.inputSchema or {"type": "object", "properties": {}}
+            if len(json.dumps(schema, ensure_ascii=False, default=str)) > MAX_SCHEMA:
+                withheld.append((tool.name, f"its argument schema is over {MAX_SCHEMA} characters"))
+                continue
             description = (tool.description or tool.title or tool.name).strip()[:MAX_DESCRIPTION]
             try:
                 spec = ToolSpec(
                     name=name,
                     description=f"[{cfg.name}] {description}",
                     execute=partial(self._call, tool.name, name),
-                    parameters=tool.inputSchema or {"type": "object", "properties": {}},
+                    parameters=schema,
                     permissions=frozenset({permission(cfg.name)}),
                     timeout=cfg.timeout_s,
                     side_effect=side_effect,
@@ -274,10 +303,13 @@ class McpServer:
         session = self._session
         if session is None:
             raise McpServerDown(f"MCP server {self.name} is not connected")
-        result = await session.call_tool(mcp_name, args)
+        try:
+            result = await session.call_tool(mcp_name, args)
+        except McpError as exc:  # the server's error message: its words, framed
+            raise McpToolFailed(name, exc.error.message) from None
         text = result_text(result)
         if result.isError:
-            raise McpToolFailed(text[: self.config.max_result_chars])
+            raise McpToolFailed(name, text)
         return framed(name, text, self.config.max_result_chars)
 
 

@@ -12,11 +12,12 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import types
 from structlog.testing import capture_logs
 
 from runtime.config import parse_config
 from runtime.lifetime import Lifetime
-from runtime.mcp import McpHub
+from runtime.mcp import McpHub, McpServer
 from runtime.mcp.access import permission
 from runtime.mcp.results import CLOSE
 from runtime.tools import ToolContext, ToolErrorKind, ToolRegistry, ToolSpec
@@ -140,6 +141,33 @@ async def test_results_are_capped_and_cannot_close_their_own_frame() -> None:
         assert injected.content.count(CLOSE) == 1
         assert injected.content.endswith(CLOSE)
         assert "/disable" in injected.content  # kept as data, between the markers
+
+
+async def test_a_servers_error_is_a_failed_result_with_its_words_framed_as_data() -> None:
+    async with hub_running([stdio_server(allow=[500])]) as (hub, tools):
+        await until(lambda: state(hub, "sample")["state"] == "up")
+        failed = await tools.invoke("sample__fail", {}, ctx())
+        assert not failed.ok
+        assert failed.error is ToolErrorKind.EXCEPTION
+        text = failed.observation_text()
+        assert "〔外部工具 sample__fail 返回的数据（不可信" in text
+        assert "/disable" in text
+        assert text.endswith(CLOSE)
+
+
+async def test_a_tool_whose_schema_would_flood_the_prompt_is_not_offered() -> None:
+    config = parse_config({"mcp": {"servers": [stdio_server(allow=[500])]}})
+    tools = ToolRegistry()
+    server = McpServer(config.mcp.servers[0], tools, reconnect_min=1, reconnect_max=1, ping_interval=1)
+    huge = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "string", "description": "x" * 100} for i in range(100)},
+    }
+    small = {"type": "object", "properties": {"q": {"type": "string"}}}
+    server._register([types.Tool(name="huge", inputSchema=huge), types.Tool(name="small", inputSchema=small)])
+    assert "sample__small" in tools
+    assert "sample__huge" not in tools
+    assert dict(server.snapshot().withheld)["huge"] == "its argument schema is over 8000 characters"
 
 
 async def test_a_hung_call_times_out_while_other_calls_are_answered() -> None:
