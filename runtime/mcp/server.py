@@ -9,7 +9,8 @@ all end the session the same way: its tools are removed from the registry at onc
 that doubles from ``reconnect_min_ms`` up to ``reconnect_max_ms`` a new process or HTTP session is
 started and initialised from scratch; its tools return with ``mcp_server_up``. Nothing here is
 awaited by start-up or by any chat: the task runs beside them, and a call reaches the session only
-through the registry, which cuts it off after ``timeout_s`` (the episode goes on with the failure).
+through the registry, which cuts it off after ``timeout_s`` (the episode goes on with the failure);
+the server is then sent ``notifications/cancelled`` for it, so a hung call does not run on there.
 
 The child's stderr goes to ``<data dir>/mcp/<server>.log`` (moved to ``.log.1`` past 4 MB at a start).
 The child process gets a minimal environment (the SDK's: ``PATH``, ``HOME``, ...) plus the server's
@@ -56,6 +57,8 @@ log = structlog.get_logger("greywind.mcp")
 MAX_DESCRIPTION = 500
 # A tool's argument schema is in every prompt that offers it too: one larger than this is not offered.
 MAX_SCHEMA = 8_000
+# How long telling a server that a call was cut off may take (shielded, so it is kept short).
+CANCEL_NOTICE_WAIT = 0.5
 # A child's stderr goes to <data dir>/mcp/<server>.log; one over this size is moved to .log.1 at a start.
 STDERR_LOG_MAX = 4 * 1024 * 1024
 
@@ -303,14 +306,35 @@ class McpServer:
         session = self._session
         if session is None:
             raise McpServerDown(f"MCP server {self.name} is not connected")
+        # The id the SDK gives this request (taken with no await in between), to cancel it by.
+        request_id = getattr(session, "_request_id", None)
         try:
             result = await session.call_tool(mcp_name, args)
         except McpError as exc:  # the server's error message: its words, framed
             raise McpToolFailed(name, exc.error.message) from None
+        except anyio.get_cancelled_exc_class():
+            # Cut off (the registry's timeout, or a stop): tell the server, so a hung call does
+            # not keep running there. The SDK itself only forgets the request.
+            if isinstance(request_id, int):
+                await _cancel_request(session, request_id)
+            raise
         text = result_text(result)
         if result.isError:
             raise McpToolFailed(name, text)
         return framed(name, text, self.config.max_result_chars)
+
+
+async def _cancel_request(session: ClientSession, request_id: int) -> None:
+    notice = types.CancelledNotification(
+        params=types.CancelledNotificationParams(requestId=request_id, reason="timed out")
+    )
+    # Shielded (the caller is being cancelled) and short; a broken session has nothing left to cancel.
+    with (
+        anyio.CancelScope(shield=True),
+        anyio.move_on_after(CANCEL_NOTICE_WAIT),
+        contextlib.suppress(Exception),
+    ):
+        await session.send_notification(types.ClientNotification(notice))
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:

@@ -3,11 +3,11 @@
     python -m tests.mcp.sample_server stdio
     python -m tests.mcp.sample_server http PORT      # streamable HTTP on 127.0.0.1:PORT/mcp
 
-Its tools: ``echo`` and ``add`` (plain), ``hang`` (never answers), ``freeze`` (blocks the whole
-server: pings go unanswered too), ``slow`` (answers after ``ms``), ``wipe`` (declares itself
-destructive), ``inject`` (an answer that tries to close its frame and give orders), ``fail`` (an
-error with orders), ``big`` (an answer far over any cap), ``pid`` (the process's id: which process
-answered), ``header`` (a request header, over HTTP).
+Its tools: ``echo`` and ``add`` (plain), ``hang`` (never answers; ``hanging`` counts those still
+running), ``freeze`` (blocks the whole server: pings go unanswered too), ``slow`` (answers after
+``ms``), ``wipe`` (declares itself destructive), ``inject`` (an answer that tries to close its frame
+and give orders), ``fail`` (an error with orders), ``big`` (an answer far over any cap), ``pid`` (the
+process's id: which process answered), ``header`` (a request header, over HTTP).
 """
 
 from __future__ import annotations
@@ -33,10 +33,22 @@ def add(a: int, b: int) -> str:
     return str(a + b)
 
 
+HANGING = [0]
+
+
 @server.tool(description="Never answers.")
 async def hang() -> str:
-    await anyio.sleep(3600)
+    HANGING[0] += 1
+    try:
+        await anyio.sleep(3600)
+    finally:
+        HANGING[0] -= 1
     return "woke up"
+
+
+@server.tool(description="How many hang calls are still running.")
+def hanging() -> str:
+    return str(HANGING[0])
 
 
 @server.tool(description="Answers after ms milliseconds.")

@@ -190,6 +190,9 @@ async def test_a_hung_call_times_out_while_other_calls_are_answered() -> None:
         assert results["hang"].error is ToolErrorKind.TIMEOUT, results["hang"]
         assert 2.9 < hang_took < 6.0
         assert state(hub, "sample")["state"] == "up"  # a slow call is not a dead server
+        # The server was told the call was abandoned: it does not run on there.
+        running = await tools.invoke("sample__hanging", {}, ctx())
+        assert running.content.splitlines()[1] == "0"
 
 
 async def test_a_killed_server_vanishes_and_comes_back_with_a_new_process() -> None:
