@@ -2,7 +2,8 @@
 
 :meth:`McpServer.run` is the server's supervisor, one background task for as long as the bot runs:
 connect (start the child process, or open the HTTP session), initialise and list the tools within
-``start_timeout_s``, register them, then ping every ``ping_interval_ms``. A start that fails or takes
+``start_timeout_s``, register them, then ping every ``ping_interval_ms`` (and list them again when
+the server says they changed). A start that fails or takes
 too long, a connection that breaks, a child that exits and a ping not answered within ``timeout_s``
 all end the session the same way: its tools are removed from the registry at once (a log line
 ``mcp_server_down``), and after a wait
@@ -129,6 +130,7 @@ class McpServer:
         self._last_error: str | None = None
         self._connects = 0
         self._retry_at: float | None = None
+        self._tools_changed = anyio.Event()
 
     @property
     def name(self) -> str:
@@ -187,11 +189,14 @@ class McpServer:
             connecting.deadline = anyio.current_time() + timeout
             async with AsyncExitStack() as stack:
                 read, write = await self._open_transport(stack)
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message)
+                )
                 await session.initialize()
                 listed = await _list_tools(session)
                 connecting.deadline = math.inf
                 self._session = session
+                self._tools_changed = anyio.Event()  # the list just taken is the news
                 self._register(listed)
                 self._connects += 1
                 self._set_state(ServerState.UP)
@@ -238,14 +243,33 @@ class McpServer:
         return path.open("a", encoding="utf-8")
 
     async def _keep_alive(self, session: ClientSession) -> None:
-        """Ping until a ping fails or is not answered in time (raises)."""
+        """Ping until a ping fails or is not answered in time (raises); when the server says its
+        tools changed, list them again and offer the new set."""
         timeout = self.config.timeout_s
         while True:
-            await anyio.sleep(self._ping_interval)
+            with anyio.move_on_after(self._ping_interval):
+                await self._tools_changed.wait()
+            if self._tools_changed.is_set():
+                self._tools_changed = anyio.Event()
+                with anyio.move_on_after(timeout) as waited:
+                    listed = await _list_tools(session)
+                if waited.cancelled_caught:
+                    raise TimeoutError(f"tools not listed within {timeout:g} s")
+                self._unregister()
+                self._register(listed)
+                log.info("mcp_tools_changed", server=self.name, tools=list(self._offered))
+                continue
             with anyio.move_on_after(timeout) as waited:
                 await session.send_ping()
             if waited.cancelled_caught:
                 raise TimeoutError(f"ping not answered within {timeout:g} s")
+
+    async def _on_message(self, message: Any) -> None:
+        """What the server sends of its own accord: only a changed tool list matters here."""
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            self._tools_changed.set()
 
     def _set_state(self, state: ServerState) -> None:
         if state is not self._state:
@@ -297,6 +321,9 @@ class McpServer:
 
     def _withdraw(self) -> None:
         self._session = None
+        self._unregister()
+
+    def _unregister(self) -> None:
         while self._disposers:
             self._disposers.pop()()
         self._offered = ()

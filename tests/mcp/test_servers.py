@@ -121,6 +121,16 @@ async def test_a_tool_with_side_effects_needs_a_grant() -> None:
         assert spec.side_effect
 
 
+async def test_a_tool_the_server_adds_while_running_is_offered_when_it_says_so() -> None:
+    async with hub_running([stdio_server(allow=[500])]) as (hub, tools):
+        await until(lambda: state(hub, "sample")["state"] == "up")
+        assert "sample__grown" not in tools
+        assert (await tools.invoke("sample__grow", {}, ctx())).ok
+        await until(lambda: "sample__grown" in tools, within=5)
+        assert "new" in (await tools.invoke("sample__grown", {}, ctx())).content
+        assert "sample__echo" in tools
+
+
 async def test_a_name_taken_by_a_built_in_tool_is_not_offered_and_says_why() -> None:
     async with hub_running([stdio_server(allow=[500])], builtins=("sample__echo",)) as (hub, tools):
         await until(lambda: state(hub, "sample")["state"] == "up")
