@@ -12,6 +12,7 @@
     command = "mcp-server-time"  # a stdio server, started and supervised as a child process ...
     args = ["--local-timezone=Asia/Shanghai"]
     env = {}                     # added to a minimal environment (PATH, HOME, ...), not the bot's own
+    env_from = {}                # its variable -> the bot's variable holding the value (secrets)
     # url = "https://example.org/mcp"                      # ... or a streamable-HTTP server
     # headers_env = {Authorization = "GREYWIND_MCP_X_TOKEN"}   # header -> environment variable
     timeout_s = 10               # one call, hard; past it the call fails and the episode goes on
@@ -52,6 +53,8 @@ class McpServerConfig(Section):
     command: str | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
+    # More of its environment: its variable -> the bot's environment variable holding the value.
+    env_from: dict[str, str] = Field(default_factory=dict)
     # A streamable-HTTP server: its endpoint, and header -> the environment variable holding its value.
     url: str | None = None
     headers_env: dict[str, str] = Field(default_factory=dict)
@@ -119,6 +122,20 @@ class McpServerConfig(Section):
                 )
         return value
 
+    @field_validator("env_from")
+    @classmethod
+    def _env_from(cls, value: dict[str, str]) -> dict[str, str]:
+        for variable, source in value.items():
+            if not _ENV_NAME.match(variable):
+                raise ValueError(f"{variable!r} is not an environment variable name")
+            if not _ENV_NAME.match(source):
+                raise PydanticCustomError(
+                    SECRET_ERROR,
+                    f"env_from.{variable} must name an environment variable of the bot "
+                    "(like GREYWIND_MCP_X_KEY), not hold the value",
+                )
+        return value
+
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
         problem = self._transport_problem()
@@ -135,8 +152,8 @@ class McpServerConfig(Section):
         if self.url is not None:
             if not self.url.startswith(("http://", "https://")):
                 return "url must start with http:// or https://"
-            if self.args or self.env:
-                return "args and env are for a stdio server (command)"
+            if self.args or self.env or self.env_from:
+                return "args, env and env_from are for a stdio server (command)"
         if self.command is not None and self.headers_env:
             return "headers_env is for a streamable-HTTP server (url)"
         return None

@@ -2,20 +2,21 @@
 
 :meth:`McpServer.run` is the server's supervisor, one background task for as long as the bot runs:
 connect (start the child process, or open the HTTP session), initialise and list the tools within
-``start_timeout_s``, register them, then ping every ``ping_interval_ms`` (and list them again when
-the server says they changed). A start that fails or takes
-too long, a connection that breaks, a child that exits and a ping not answered within ``timeout_s``
-all end the session the same way: its tools are removed from the registry at once (a log line
-``mcp_server_down``), and after a wait
-that doubles from ``reconnect_min_ms`` up to ``reconnect_max_ms`` a new process or HTTP session is
-started and initialised from scratch; its tools return with ``mcp_server_up``. Nothing here is
-awaited by start-up or by any chat: the task runs beside them, and a call reaches the session only
-through the registry, which cuts it off after ``timeout_s`` (the episode goes on with the failure);
-the server is then sent ``notifications/cancelled`` for it, so a hung call does not run on there.
+``start_timeout_s``, register them, then ping every ``ping_interval_ms`` (and list the tools again
+when the server says they changed). A start that fails or takes too long, a connection that breaks,
+a child that exits and a ping not answered within ``timeout_s`` all end the session the same way:
+its tools are removed from the registry at once (a log line ``mcp_server_down``), and after a wait
+that doubles from ``reconnect_min_ms`` up to ``reconnect_max_ms`` (from the start again once a
+session has lasted ``reconnect_max_ms``) a new process or HTTP session is started and initialised
+from scratch; its tools return with ``mcp_server_up``. Nothing here is awaited by start-up or by
+any chat: the task runs beside them, and a call reaches the session only through the registry,
+which cuts it off after ``timeout_s`` (the episode goes on with the failure); the server is then
+sent ``notifications/cancelled`` for it, so a hung call does not run on there.
 
 The child's stderr goes to ``<data dir>/mcp/<server>.log`` (moved to ``.log.1`` past 4 MB at a start).
 The child process gets a minimal environment (the SDK's: ``PATH``, ``HOME``, ...) plus the server's
-``env``, never the bot's own (its model keys stay with the bot). HTTP headers come from the
+``env`` and the variables ``env_from`` names (read from the bot's environment when the child starts),
+never the rest of the bot's own (its model keys stay with the bot). HTTP headers come from the
 environment variables ``headers_env`` names, read when the session is opened.
 """
 
@@ -129,7 +130,8 @@ class McpServer:
         self._since: float | None = clock()
         self._last_error: str | None = None
         self._connects = 0
-        self._retry_at: float | None = None
+        self._retry_at: float | None = None  # time.monotonic() of the next try, while down
+        self._up_at = 0.0  # time.monotonic() when the session came up
         self._tools_changed = anyio.Event()
 
     @property
@@ -141,7 +143,7 @@ class McpServer:
         return self._state
 
     def snapshot(self) -> ServerSnapshot:
-        retry = None if self._retry_at is None else max(0.0, self._retry_at - anyio.current_time())
+        retry = None if self._retry_at is None else max(0.0, self._retry_at - time.monotonic())
         return ServerSnapshot(
             name=self.name,
             state=self._state,
@@ -169,12 +171,14 @@ class McpServer:
                 error = _describe(exc)
             finally:
                 self._withdraw()
-            if self._connects and self._state is ServerState.UP:
-                delay = self._reconnect_min  # it was up: the next try comes soon again
+            if self._state is ServerState.UP and time.monotonic() - self._up_at >= self._reconnect_max:
+                # It was up a good while: the next try comes soon again. One that falls over right
+                # after each start keeps backing off instead of being restarted in a tight loop.
+                delay = self._reconnect_min
             self._last_error = error
             self._set_state(ServerState.DOWN)
             log.warning("mcp_server_down", server=self.name, error=error, retry_in_s=round(delay, 3))
-            self._retry_at = anyio.current_time() + delay
+            self._retry_at = time.monotonic() + delay
             await anyio.sleep(delay)
             self._retry_at = None
             delay = min(delay * 2, self._reconnect_max)
@@ -199,6 +203,7 @@ class McpServer:
                 self._tools_changed = anyio.Event()  # the list just taken is the news
                 self._register(listed)
                 self._connects += 1
+                self._up_at = time.monotonic()
                 self._set_state(ServerState.UP)
                 self._last_error = None
                 log.info(
@@ -214,21 +219,27 @@ class McpServer:
     async def _open_transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         cfg = self.config
         if cfg.command is not None:
-            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=dict(cfg.env))
+            env = dict(cfg.env)
+            for variable, source in cfg.env_from.items():
+                env[variable] = self._variable(source, f"for {variable}")
+            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env)
             errlog = stack.enter_context(self._stderr_log())
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
             return read, write
         assert cfg.url is not None
         headers = {}
         for header, variable in cfg.headers_env.items():
-            value = self._env.get(variable)
-            if value is None:
-                raise LookupError(f"environment variable {variable} (for header {header}) is not set")
-            headers[header] = value
+            headers[header] = self._variable(variable, f"for header {header}")
         client = create_mcp_http_client(headers=headers, timeout=_http_timeout(cfg.timeout_s))
         await stack.enter_async_context(client)
         read, write, _ = await stack.enter_async_context(streamable_http_client(cfg.url, http_client=client))
         return read, write
+
+    def _variable(self, name: str, why: str) -> str:
+        value = self._env.get(name)
+        if value is None:
+            raise LookupError(f"environment variable {name} ({why}) is not set")
+        return value
 
     def _stderr_log(self) -> contextlib.AbstractContextManager[TextIO]:
         """Where the child's stderr goes: its own file in the data directory (the bot's stderr when

@@ -8,7 +8,8 @@ running), ``freeze`` (blocks the whole server: pings go unanswered too), ``slow`
 ``ms``), ``wipe`` (declares itself destructive), ``inject`` (an answer that tries to close its frame
 and give orders), ``fail`` (an error with orders),
 ``grow`` (adds a tool ``grown`` and says the list changed), ``big`` (an answer far over any cap), ``pid`` (the
-process's id: which process answered), ``header`` (a request header, over HTTP).
+process's id: which process answered), ``env`` (one of its environment variables), ``header`` (a
+request header, over HTTP).
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ def big() -> str:
 @server.tool(description="The server process's id.")
 def pid() -> str:
     return str(os.getpid())
+
+
+@server.tool(description="The value of one of the server process's environment variables.")
+def env(name: str) -> str:
+    return os.environ.get(name, "(none)")
 
 
 @server.tool(description="The value of an HTTP request header (over HTTP only).")

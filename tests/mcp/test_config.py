@@ -32,13 +32,21 @@ def test_a_header_value_written_where_its_variable_belongs_is_refused_without_re
     assert "sk-SECRET" not in message
 
 
+def test_a_secret_written_where_its_variable_belongs_in_env_from_is_refused_without_repeating_it() -> None:
+    message = refused({"name": "x", "command": "srv", "env_from": {"API_KEY": "sk-SECRET value"}})
+    assert "mcp.servers.0.env_from: env_from.API_KEY must name an environment variable" in message
+    assert "sk-SECRET" not in message
+
+
 def test_a_server_needs_exactly_one_transport() -> None:
     assert "give either command" in refused({"name": "x"})
     both = refused({"name": "x", "command": "srv", "url": "https://h/mcp", "env": {"KEY": "sk-SECRET"}})
     assert "give either command" in both
     assert "sk-SECRET" not in both
     assert "url must start with http" in refused({"name": "x", "url": "ftp://h"})
-    assert "args and env are for a stdio server" in refused({"name": "x", "url": "https://h", "args": ["-v"]})
+    assert "args, env and env_from are for a stdio server" in refused(
+        {"name": "x", "url": "https://h", "args": ["-v"]}
+    )
     assert "headers_env is for a streamable-HTTP server" in refused(
         {"name": "x", "command": "srv", "headers_env": {"A": "B"}}
     )

@@ -257,6 +257,22 @@ async def test_a_disabled_server_is_never_started() -> None:
         assert hub.grants("group:500") == frozenset()
 
 
+async def test_a_child_gets_the_variables_named_for_it_and_none_of_the_bots_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GREYWIND_LLM_API_KEY", "sk-the-bots-own")
+    servers = [stdio_server(allow=[500], env_from={"SAMPLE_KEY": "GREYWIND_MCP_TEST_KEY"})]
+    async with hub_running(servers, env={"GREYWIND_MCP_TEST_KEY": "k-123"}) as (hub, tools):
+        await until(lambda: state(hub, "sample")["state"] == "up")
+        given = await tools.invoke("sample__env", {"name": "SAMPLE_KEY"}, ctx())
+        assert given.content.splitlines()[1] == "k-123"
+        kept = await tools.invoke("sample__env", {"name": "GREYWIND_LLM_API_KEY"}, ctx())
+        assert kept.content.splitlines()[1] == "(none)"
+    async with hub_running(servers, env={}) as (hub, tools):
+        await until(lambda: state(hub, "sample")["last_error"] is not None)
+        assert "GREYWIND_MCP_TEST_KEY (for SAMPLE_KEY) is not set" in state(hub, "sample")["last_error"]
+
+
 async def test_an_http_server_with_headers_from_the_environment(http_server: HttpServer) -> None:
     servers = [http_server.config(allow=[500], headers_env={"X-Token": "GREYWIND_MCP_TEST_TOKEN"})]
     async with hub_running(servers, env={"GREYWIND_MCP_TEST_TOKEN": "s3cret"}) as (hub, tools):
