@@ -3,6 +3,9 @@
     python -m tests.mcp.sample_server stdio
     python -m tests.mcp.sample_server http PORT      # streamable HTTP on 127.0.0.1:PORT/mcp
 
+With ``SAMPLE_EXIT_AFTER_LISTING`` set, it exits just after it has listed its tools (a server that
+falls over right after each start).
+
 Its tools: ``echo`` and ``add`` (plain), ``hang`` (never answers; ``hanging`` counts those still
 running), ``freeze`` (blocks the whole server: pings go unanswered too), ``slow`` (answers after
 ``ms``), ``wipe`` (declares itself destructive), ``inject`` (an answer that tries to close its frame
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+from typing import Any
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
@@ -111,7 +116,21 @@ def header(name: str, ctx: Context) -> str:  # type: ignore[type-arg]
     return str(request.headers.get(name, "(none)")) if request is not None else "(not over HTTP)"
 
 
+def exit_after_listing() -> None:
+    """Make the process exit just after it has listed its tools: up, and gone at once."""
+    listed = server.list_tools
+
+    async def list_then_exit() -> list[Any]:
+        tools = await listed()
+        threading.Timer(0.05, os._exit, (0,)).start()
+        return tools
+
+    server._mcp_server.list_tools()(list_then_exit)
+
+
 def main(argv: list[str]) -> None:
+    if os.environ.get("SAMPLE_EXIT_AFTER_LISTING"):
+        exit_after_listing()
     if argv[:1] == ["http"]:
         import uvicorn
 

@@ -21,7 +21,7 @@ from runtime.mcp import McpHub, McpServer
 from runtime.mcp.access import permission
 from runtime.mcp.results import CLOSE
 from runtime.tools import ToolContext, ToolErrorKind, ToolRegistry, ToolSpec
-from tests.mcp.conftest import FAST, HttpServer, stdio_server, time_server
+from tests.mcp.conftest import FAST, ROOT, HttpServer, stdio_server, time_server
 
 pytestmark = pytest.mark.asyncio
 
@@ -327,6 +327,16 @@ async def test_a_frozen_server_is_given_up_on_and_started_anew() -> None:
             assert again != pid
     downs = [e for e in logs if e["event"] == "mcp_server_down"]
     assert "ping not answered within 1 s" in downs[0]["error"]
+
+
+async def test_a_server_that_falls_over_right_after_each_start_keeps_backing_off() -> None:
+    env = {"PYTHONPATH": str(ROOT), "SAMPLE_EXIT_AFTER_LISTING": "1"}
+    with capture_logs() as logs:
+        async with hub_running([stdio_server(allow=[500], env=env)]) as (_, _tools):
+            await until(lambda: sum(e["event"] == "mcp_server_down" for e in logs) >= 3, within=40)
+    events = [e for e in logs if e["event"] in ("mcp_server_up", "mcp_server_down")][:6]
+    assert [e["event"] for e in events] == ["mcp_server_up", "mcp_server_down"] * 3
+    assert [e["retry_in_s"] for e in events if e["event"] == "mcp_server_down"] == [0.05, 0.1, 0.2]
 
 
 async def test_reconnects_back_off_exponentially_up_to_the_cap() -> None:
