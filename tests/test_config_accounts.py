@@ -121,8 +121,9 @@ def test_the_shipped_accounts_example_uncommented_is_valid() -> None:
 
     text = SHIPPED.read_text(encoding="utf-8")
     start = text.index("# [[accounts]]")
+    end = text.index("# ----", start)  # the next section of the file
     example = "\n".join(
-        line.removeprefix("#").strip() for line in text[start:].splitlines() if line.startswith("#")
+        line.removeprefix("#").strip() for line in text[start:end].splitlines() if line.startswith("#")
     )
     config = load(example)
     assert config.account_ids() == ("10001", "10002")

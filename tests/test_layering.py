@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("config", "tools", "addressing", "quiet", "urgency", "unicode_safe", "logs", "lifetime"),
     ("kernel",),
-    ("store", "llm", "ports", "groups", "quiet_history"),
+    ("store", "llm", "ports", "groups", "quiet_history", "mcp"),
     ("episodes", "context", "commands"),
     ("memory", "extensions"),
     ("app", "replay"),
@@ -46,6 +46,7 @@ EDGE_FREE_TESTS = (
     "extensions",
     "kernel",
     "llm",
+    "mcp",
     "memory",
     "replay",
     "store",

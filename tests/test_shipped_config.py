@@ -18,6 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from runtime.config import GreyWindConfig, load_config
+from runtime.config.mcp import McpServerConfig
 from runtime.config.models import ProviderConfig
 
 SHIPPED = Path(__file__).resolve().parent.parent / "config" / "greywind.toml"
@@ -91,6 +92,22 @@ def provider_examples(text: str) -> list[dict[str, Any]]:
     return [tomllib.loads("\n".join(lines))["models"]["providers"][0] for lines in examples]
 
 
+def mcp_examples(text: str) -> list[dict[str, Any]]:
+    """The commented ``[[mcp.servers]]`` examples, uncommented and parsed (as provider_examples)."""
+    examples: list[list[str]] = []
+    inside = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("# [[mcp.servers]]"):
+            examples.append(["[[mcp.servers]]"])
+            inside = True
+        elif inside and re.match(r"^#\s*\w+\s*=", stripped):
+            examples[-1].append(stripped.removeprefix("#").strip())
+        else:
+            inside = False
+    return [tomllib.loads("\n".join(lines))["mcp"]["servers"][0] for lines in examples]
+
+
 def _default_of(dotted: str) -> Any:
     node: Any = GreyWindConfig()
     for part in dotted.split("."):
@@ -127,6 +144,8 @@ def test_every_key_of_the_schema_appears_in_the_shipped_file(text: str) -> None:
             continue
         if key == "models.providers" and "# [[models.providers]]" in text:
             continue
+        if key == "mcp.servers" and "# [[mcp.servers]]" in text:
+            continue
         missing.append(key)
     assert not missing, f"keys the schema accepts but config/greywind.toml does not show: {missing}"
 
@@ -146,6 +165,17 @@ def test_the_provider_examples_are_valid_and_show_every_provider_key(text: str) 
     }
     assert provider_keys == set(ProviderConfig.model_fields)
     assert provider_keys <= shown, f"provider keys no example shows: {sorted(provider_keys - shown)}"
+
+
+def test_the_mcp_server_examples_are_valid_disabled_and_show_every_server_key(text: str) -> None:
+    examples = mcp_examples(text)
+    assert len(examples) == 2
+    shown: set[str] = set()
+    for example in examples:
+        server = McpServerConfig.model_validate(example)
+        assert not server.enabled
+        shown.update(example)
+    assert shown == set(McpServerConfig.model_fields)
 
 
 def test_the_shipped_values_are_the_defaults() -> None:
@@ -174,7 +204,7 @@ def test_docs_config_has_a_row_for_every_key() -> None:
         table, leaf = key.rsplit(".", 1)
         heading = f"[[{key.split('[]')[0]}]]" if in_array else f"[{table}]"
         match = re.search(rf"^## `{re.escape(heading)}`$(.*?)(?=^## |\Z)", doc, re.MULTILINE | re.DOTALL)
-        if key == "models.providers" or (match and f"| `{leaf}` |" in match.group(1)):
+        if key in ("models.providers", "mcp.servers") or (match and f"| `{leaf}` |" in match.group(1)):
             continue
         missing.append(key)
     assert not missing, f"keys docs/CONFIG.md does not explain: {missing}"

@@ -4,7 +4,8 @@
 on each other — the kernel and the other parts that need nothing (:mod:`runtime.app.core`), the
 store, the model router's clients, the store writer, the Context Runtime and memory layer on the
 store, the persistence, the alarm, the episode driver, the activation loop, the admin control, the
-extensions (the built-ins first), the restore, the periodic jobs — and hands each its collaborators at
+extensions (the built-ins first), the MCP servers (connected in the background: nothing waits for
+them), the restore, the periodic jobs — and hands each its collaborators at
 construction (a ``...Parts`` value or explicit arguments), never the whole runtime, and never fills
 one in later.
 
@@ -44,6 +45,7 @@ from runtime.context.setup import ContextRuntime
 from runtime.extensions.loader import ExtensionLoader
 from runtime.lifetime import Lifetime
 from runtime.llm.router import ModelRouter
+from runtime.mcp import McpHub
 from runtime.memory.layers import MemoryLayer
 from runtime.ports import EdgeContext, SentRecord
 from runtime.store.backends import open_store
@@ -138,6 +140,7 @@ class RunningBot:
     maintenance: Maintenance
     extensions: ExtensionLoader
     restored: RestoreReport
+    mcp: McpHub
 
 
 async def _open_storage(core: CoreParts, edge: EdgeContext, lifetime: Lifetime) -> StorageParts:
@@ -208,6 +211,7 @@ def _driver(
     alarm: Alarm,
     background: Background,
     lifetime: Lifetime,
+    mcp: McpHub,
 ) -> EpisodeDriver:
     return EpisodeDriver(
         DriverParts(
@@ -235,6 +239,7 @@ def _driver(
             alarm=alarm,
             loop_spawn=background.spawn,
             running=lambda: not lifetime.closing,
+            tool_grants=mcp.grants,
         )
     )
 
@@ -246,6 +251,7 @@ def _control(
     persistence: StatePersistence,
     loop: ActivationLoop,
     driver: EpisodeDriver,
+    mcp: McpHub,
 ) -> Control:
     return Control(
         ControlParts(
@@ -267,6 +273,7 @@ def _control(
             why=core.why,
             loop=loop,
             driver=driver,
+            mcp_status=mcp.status_lines,
         )
     )
 
@@ -310,11 +317,13 @@ async def _compose(
     persistence = _persistence(core, storage, edge)
     background = Background(task_group)
     alarm = Alarm(core.kernel.scheduler, core.clock)
-    driver = _driver(core, storage, edge, alarm, background, lifetime)
+    # MCP servers' tools join the registry once their sessions are up (in the background, below).
+    mcp = McpHub(core.config.mcp, core.tools, superusers=edge.superusers, data_dir=edge.data_dir)
+    driver = _driver(core, storage, edge, alarm, background, lifetime, mcp)
     app = core.config.runtime
     slots = EpisodeSlots(app.max_concurrent_episodes, app.forced_episode_reserve)
     loop = ActivationLoop(core.kernel, alarm, driver, slots, clock=core.clock, addressed_work=edge.addressed)
-    control = _control(core, storage, edge, persistence, loop, driver)
+    control = _control(core, storage, edge, persistence, loop, driver, mcp)
     core.scope.add(edge.outbound.on_sent(on_sent))
     extensions, _ = await load_extensions(
         core,
@@ -325,6 +334,8 @@ async def _compose(
         commands=commands,
         task_group=task_group,
     )
+    # After the extensions: a server's tool never takes a built-in tool's name. Returns at once.
+    mcp.start(lifetime)
     restored = await persistence.restore(core.clock())
 
     # Restored: from here on, stopping closes the sessions, saves, and lets the bookkeeping drain.
@@ -356,4 +367,5 @@ async def _compose(
         maintenance,
         extensions,
         restored,
+        mcp,
     )

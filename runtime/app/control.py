@@ -92,6 +92,7 @@ class ControlParts:
     why: WhyLog
     loop: ActivationLoop  # for its statistics
     driver: EpisodeDriver  # for its statistics
+    mcp_status: Callable[[], list[str]] = list  # one line per MCP server (runtime.mcp)
 
 
 class Control:
@@ -160,6 +161,7 @@ class Control:
             f"今日 token：{ledger.day_total(today)}",
             rt.groups.describe(),
             self._storage(now),
+            *rt.mcp_status(),
         ]
         return "\n".join(lines)
 

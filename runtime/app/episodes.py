@@ -133,6 +133,8 @@ class DriverParts:
     alarm: Alarm
     loop_spawn: Callable[[Awaitable[object]], None]  # bookkeeping off the chat's path
     running: Callable[[], bool]  # False once the runtime is stopping
+    # Permissions a chat holds beyond PERMISSIONS: the MCP servers it may use (runtime.mcp).
+    tool_grants: Callable[[str], frozenset[str]] = lambda chat_id: frozenset()
 
 
 class EpisodeDriver:
@@ -500,7 +502,7 @@ class EpisodeDriver:
             rt.tools,
             clock=rt.clock_obj,
             settings=rt.episode_settings,
-            permissions=PERMISSIONS,
+            permissions=(*PERMISSIONS, *rt.tool_grants(chat_id)),
         )
         final = outcome.episode
         if outcome.kind is OutcomeKind.REPLIED and outcome.reply:

@@ -47,6 +47,7 @@ from runtime.extensions.loader import ExtensionLoader
 from runtime.kernel.kernel import Kernel, KernelStatistics
 from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.llm.router import ModelRouter
+from runtime.mcp import McpHub
 from runtime.memory.layers import MemoryLayer
 from runtime.ports import (
     EdgeContext,
@@ -138,6 +139,11 @@ class Runtime:
     @property
     def tools(self) -> ToolRegistry:
         return self.bot.core.tools
+
+    @property
+    def mcp(self) -> McpHub:
+        """The MCP servers: ``snapshot()`` is their state, for the console."""
+        return self.bot.mcp
 
     @property
     def extension_loader(self) -> ExtensionLoader:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runtime.config.accounts import account_problems
+from runtime.config.mcp import SECRET_ERROR
 from runtime.config.schema import GreyWindConfig
 
 __all__ = [
@@ -58,6 +59,8 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> GreyWi
                 problems.append(f"{key}: unknown key")
             elif key.startswith("accounts") and isinstance(err.get("input"), list | dict):
                 problems.append(f"{key}: {err['msg']}")  # the whole table is no help to read
+            elif err["type"] == SECRET_ERROR:
+                problems.append(f"{key}: {err['msg']}")  # the value may be a secret: not repeated
             else:
                 problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
         message = f"invalid configuration in {source}:\n  " + "\n  ".join(problems)

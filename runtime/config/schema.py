@@ -15,6 +15,7 @@ from runtime.config.groups import GroupsConfig
 from runtime.config.kernel import AttentionConfig, BudgetConfig, SchedulingConfig
 from runtime.config.lexicon import LexiconConfig
 from runtime.config.life import LifeConfig
+from runtime.config.mcp import McpConfig
 from runtime.config.memory_injection import MemoryInjectionConfig
 from runtime.config.models import ModelsConfig
 from runtime.config.persona import PersonaConfig
@@ -40,6 +41,7 @@ class GreyWindConfig(Section):
     runtime: AppConfig = AppConfig()
     extensions: ExtensionsConfig = ExtensionsConfig()
     groups: GroupsConfig = GroupsConfig()
+    mcp: McpConfig = McpConfig()
     # [[accounts]]: per QQ account, keys layered over the tables above (runtime.config.accounts).
     accounts: tuple[AccountConfig, ...] = ()
 
