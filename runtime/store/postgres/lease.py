@@ -37,9 +37,9 @@ from typing import Any
 import asyncpg
 import structlog
 
-from runtime.store.errors import StoreLeaseError
+from runtime.store.errors import StoreError, StoreLeaseError
 
-__all__ = ["WHOLE", "LeaseHolder", "Leases", "holders"]
+__all__ = ["WHOLE", "LeaseHolder", "Leases", "check_free", "holders"]
 
 log = structlog.get_logger("greywind.store")
 
@@ -166,3 +166,21 @@ class Leases:
                 )
         except (TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
             log.warning("store.lease_release_failed", error=str(exc), owner=self.owner)
+
+
+async def check_free(dsn: str, names: Sequence[str]) -> None:
+    """Before a start: ``StoreLeaseError`` when a live lease of another process excludes ``names``,
+    ``StoreError`` when the server cannot be reached. Takes nothing (the store takes the leases when
+    it opens, atomically); a database without the leases table yet has none."""
+    try:
+        connection = await asyncpg.connect(dsn, timeout=10)
+    except (TimeoutError, asyncpg.PostgresError, OSError, ValueError) as exc:
+        raise StoreError(f"cannot connect to the PostgreSQL database in the DSN: {exc}") from exc
+    try:
+        if await connection.fetchval("SELECT to_regclass('leases')") is None:
+            return
+        held = await holders(connection, list(names) or [WHOLE])
+    finally:
+        await connection.close()
+    if held:
+        raise StoreLeaseError(held[0].describe())
