@@ -13,8 +13,8 @@ import os
 import sys
 import time
 
-from runtime.store.records import StoredMessage
 from runtime.store.protocol import Store
+from runtime.store.records import StoredMessage
 from runtime.store.sqlite import SqliteStore
 from runtime.store.writer import StoreWriter
 

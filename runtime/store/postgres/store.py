@@ -18,7 +18,8 @@ Durability: a committed transaction is on the server; what the writer task had q
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Iterator, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -26,7 +27,7 @@ import asyncpg
 
 from runtime.config.store import StoreConfig
 from runtime.kernel.message import ChatKey
-from runtime.store.errors import StoreError
+from runtime.store.errors import StoreError, StoreLeaseError
 from runtime.store.postgres import lease
 from runtime.store.postgres.base import cleaned, log, pg
 from runtime.store.postgres.schema import migrate
@@ -173,6 +174,16 @@ class PostgresStore(ContextTables, LayerTables):
             leases=list(names),
         )
         return store
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, what: str) -> AsyncIterator[asyncpg.Connection]:
+        """One connection in one transaction, for bulk work beside the Protocol (the copy from SQLite);
+        refused, like every write, once a lease is lost."""
+        self._check()
+        if self._lease_problem is not None:
+            raise StoreLeaseError(f"{what}: {self._lease_problem}")
+        async with self._pool.acquire() as connection, connection.transaction():
+            yield connection
 
     def _lost(self, problem: str) -> None:
         self._lease_problem = problem
