@@ -5,7 +5,7 @@ the SQLite backend, :mod:`runtime.store.sqlite.rows`); :func:`pg` numbers them `
 go through :meth:`PostgresBase._rows`, writes through :meth:`PostgresBase._tx`: one transaction on a
 pooled connection, all of it or none of it. PostgreSQL lets writes run side by side, so unlike
 SQLite no process-wide write lock is needed; a write still waits at most ``[store] write_wait_ms``
-for a connection and for a row lock (``lock_timeout``), then raises ``StoreLockedError``. Any other
+for a connection and for a row lock (the connections' ``lock_timeout``), then raises ``StoreLockedError``. Any other
 failure rolls back and raises ``StoreWriteError``; a read that fails raises ``StoreReadError``.
 
 Text reaching the server loses the one character PostgreSQL cannot store, U+0000 (it becomes
@@ -102,7 +102,6 @@ class PostgresBase:
         wait = self._wait
         try:
             async with self._pool.acquire(timeout=wait) as connection, connection.transaction():
-                await connection.execute(f"SET LOCAL lock_timeout = {int(self._config.write_wait_ms)}")
                 await body(connection)
         except TimeoutError as exc:
             self._failures += 1

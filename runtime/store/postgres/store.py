@@ -149,7 +149,13 @@ class PostgresStore(ContextTables, LayerTables):
         where = redacted(dsn)
         try:
             pool = await asyncpg.create_pool(
-                dsn, min_size=1, max_size=config.pool_size, command_timeout=60, timeout=10
+                dsn,
+                min_size=1,
+                max_size=config.pool_size,
+                command_timeout=60,
+                timeout=10,
+                # A write waits this long for a row lock, then fails (StoreLockedError).
+                server_settings={"lock_timeout": str(int(config.write_wait_ms))},
             )
         except (TimeoutError, asyncpg.PostgresError, OSError, ValueError) as exc:
             raise StoreError(f"cannot connect to the PostgreSQL database {where}: {exc}") from exc
