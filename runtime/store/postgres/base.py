@@ -5,8 +5,9 @@ the SQLite backend, :mod:`runtime.store.sqlite.rows`); :func:`pg` numbers them `
 go through :meth:`PostgresBase._rows`, writes through :meth:`PostgresBase._tx`: one transaction on a
 pooled connection, all of it or none of it. PostgreSQL lets writes run side by side, so unlike
 SQLite no process-wide write lock is needed; a write still waits at most ``[store] write_wait_ms``
-for a connection and for a row lock (the connections' ``lock_timeout``), then raises ``StoreLockedError``. Any other
-failure rolls back and raises ``StoreWriteError``; a read that fails raises ``StoreReadError``.
+for a connection and for a row lock (the connections' ``lock_timeout``), then raises
+``StoreLockedError``. Any other failure rolls back and raises ``StoreWriteError``; a read that fails
+raises ``StoreReadError``.
 
 Text reaching the server loses the one character PostgreSQL cannot store, U+0000 (it becomes
 U+FFFD), as a lone surrogate does on both backends (``StoredMessage.encodable``).

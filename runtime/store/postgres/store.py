@@ -52,7 +52,7 @@ from runtime.store.records import (
 from runtime.store.restore import load_runtime_state
 from runtime.store.sqlite import rows as r_
 from runtime.store.sqlite.base import placeholders, upsert_sql
-from runtime.store.text import IndexedText, index_text, parse_query
+from runtime.store.text import IndexedText, index_text, parse_query, warm_up
 
 __all__ = ["PostgresStore", "redacted"]
 
@@ -147,6 +147,8 @@ class PostgresStore(ContextTables, LayerTables):
         process holds one of the leases, ``SchemaTooNewError``, ``MigrationError``)."""
         config = config or StoreConfig()
         where = redacted(dsn)
+        # jieba's dictionary loads here, off the event loop, not inside the first search.
+        await asyncio.to_thread(warm_up)
         try:
             pool = await asyncpg.create_pool(
                 dsn,
