@@ -62,7 +62,7 @@ async def test_a_restart_keeps_the_conversation_and_sends_the_reminder_it_promis
     model.on("drink", steps(reply_text(f"该喝水啦{tag('drink')}")))
 
     first = start_bot(model=openai_server, config=config, env=env)
-    assert first.wait_for_log("store.opened")[0].get("backend", "sqlite") == backend
+    assert first.wait_for_log("store.opened", timeout=30)[0].get("backend", "sqlite") == backend
     async with connected_peer(first, self_id=SELF_ID) as peer:
         await peer.post(
             ob.group_message(
