@@ -29,7 +29,12 @@ is served (the adapter's HTTP event routes are not: they do not check the token)
 ``[12345]`` or NoneBot's own JSON list of strings), from the environment or NoneBot's ``.env`` files;
 anything else is refused with one line naming the variable. The port is tried before anything starts.
 
-Exit status: 0 after a clean stop, 2 when the configuration is refused, 3 when the port is taken.
+With ``[store] backend = "postgresql"`` the accounts' leases are checked before anything starts too:
+another live process serving one of them is refused with one line saying which process and until when.
+
+Exit status: 0 after a clean stop, 2 when the configuration is refused, 3 when the port is taken, 4 when
+another process holds the lease of an account this one would serve, 5 when the PostgreSQL server cannot
+be reached.
 """
 
 from __future__ import annotations
@@ -45,11 +50,17 @@ import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runtime.config import GreyWindConfig
 
 HERE = Path(__file__).resolve().parent
 DRIVER = "~fastapi+~websockets"
 EXIT_CONFIG = 2
 EXIT_PORT_BUSY = 3
+EXIT_LEASE_HELD = 4
+EXIT_STORE_UNREACHABLE = 5
 # A QQ id, or NoneBot's ``adapter:id`` form of a superuser.
 _SUPERUSER = re.compile(r"[A-Za-z0-9_.\-]+(?::[A-Za-z0-9_.\-]+)?")
 
@@ -163,6 +174,35 @@ def port_taken(host: str, port: int) -> str | None:
     return None
 
 
+def store_refusal(config: GreyWindConfig) -> tuple[int, str] | None:
+    """For a shared PostgreSQL store: why this start must not go on (exit status, one line), or None."""
+    from runtime.config import ConfigError
+
+    if config.store.backend != "postgresql":
+        return None
+    import asyncio
+
+    from runtime.store.backends import postgres_dsn
+    from runtime.store.errors import StoreError, StoreLeaseError
+
+    try:
+        dsn = postgres_dsn(config.store)
+        from runtime.store.postgres.lease import check_free
+
+        asyncio.run(check_free(dsn, config.store.lease_accounts))
+    except ConfigError as exc:
+        return EXIT_CONFIG, str(exc)
+    except ImportError as exc:
+        return EXIT_CONFIG, (
+            f"store.backend: 'postgresql' needs asyncpg ({exc}): pip install 'greywind[postgresql]'"
+        )
+    except StoreLeaseError as exc:
+        return EXIT_LEASE_HELD, str(exc)
+    except StoreError as exc:
+        return EXIT_STORE_UNREACHABLE, str(exc)
+    return None
+
+
 def _install_stop_handlers() -> list[int]:
     """Uvicorn re-raises the signal that stopped it once shutdown is done; catching it here turns a
     completed graceful shutdown into exit status 0 instead of death by SIGTERM."""
@@ -190,6 +230,10 @@ def main() -> int:
     except ConfigError as exc:
         print(f"greywind: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    refused = store_refusal(config)
+    if refused is not None:
+        print(f"greywind: {refused[1]}", file=sys.stderr)
+        return refused[0]
     os.environ["GREYWIND_CONFIG"] = str(path)  # the plugin reads the same file
     try:
         normalise_launch_environment(os.environ, Path.cwd())

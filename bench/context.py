@@ -6,7 +6,8 @@ Printed:
 - **fill**: ``--messages`` realistic Chinese chat lines (``bench/lexicon.py``'s generator) in
   ``--groups`` groups, conversation threads of ~20 messages, and ``--memories`` memories (chat-,
   thread- and identity-scoped) in the chosen backend (``--backend sqlite``, the default: a fresh file
-  in a temporary directory; or ``memory``);
+  in a temporary directory; ``postgresql``: ``$GREYWIND_PG_DSN`` or a throwaway server; or
+  ``memory``). ``--backend sqlite,postgresql`` runs each in turn and ends with their recall side by side;
 - **latency**: ``--turns`` activations on stored messages through ``ContextRuntime.prepare`` — topic
   thread resolution, session, handoff, conversation dialogue, retrieval, assembly — p50 / p95 / max in
   ms; beside it retrieval alone and assembly alone. Targets: p50 ≤ 15 ms, p95 ≤ 50 ms;
@@ -15,8 +16,8 @@ Printed:
   memory is among the retrieved items (at most 5). Target 100%. And the same queries asked from
   another group: planted memories found there (leaks) must be 0.
 
-    .venv/bin/python bench/context.py [--backend sqlite|memory] [--messages 100000] [--memories 10000]
-                                      [--groups 20] [--turns 300] [--seed 7] [--db FILE]
+    .venv/bin/python bench/context.py [--backend sqlite|postgresql|memory[,...]] [--messages 100000]
+                                      [--memories 10000] [--groups 20] [--turns 300] [--seed 7] [--db FILE]
 """
 
 from __future__ import annotations
@@ -37,14 +38,14 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._backends import NAMES, bench_store  # noqa: E402
 from bench._measure import percentile  # noqa: E402
 from runtime.config import parse_config  # noqa: E402
 from runtime.context import ChatInfo, RetrievalQuery, context_runtime  # noqa: E402
 from runtime.kernel.message import ChatKind, ChatMessage  # noqa: E402
-from runtime.store.memory import MemoryStore  # noqa: E402
 from runtime.store.protocol import Store  # noqa: E402
 from runtime.store.records import Memory, ScopeType, StoredMessage  # noqa: E402
-from runtime.store.sqlite import DB_FILENAME, SqliteStore  # noqa: E402
+from runtime.store.sqlite import DB_FILENAME  # noqa: E402
 from runtime.store.text import warm_up  # noqa: E402
 
 START = 1_700_000_000.0
@@ -217,7 +218,7 @@ async def bench_latency(store: Store, stored: Sequence[StoredMessage], turns: in
     )
 
 
-async def bench_recall(store: Store) -> None:
+async def bench_recall(store: Store) -> dict[str, list[bool]]:
     rt = context_runtime(store, parse_config({}))
     by_kind: dict[str, list[bool]] = {}
     misses: list[str] = []
@@ -238,29 +239,54 @@ async def bench_recall(store: Store) -> None:
     print(f"  leaks into another group: {leaks}   target 0")
     for miss in misses:
         print(f"  missed: {miss}")
+    by_kind["leaks"] = [True] * leaks
+    return by_kind
+
+
+def print_recall_side_by_side(recalls: dict[str, dict[str, list[bool]]]) -> None:
+    names = list(recalls)
+    print("recall side by side: " + ", ".join(names))
+    kinds = [k for k in next(iter(recalls.values())) if k != "leaks"]
+    for kind in [*kinds, "all"]:
+        cells = []
+        for name in names:
+            hits = (
+                [h for k, v in recalls[name].items() if k != "leaks" for h in v]
+                if kind == "all"
+                else recalls[name][kind]
+            )
+            cells.append(f"{sum(hits):>2}/{len(hits):<2} = {sum(hits) / len(hits):6.1%}")
+        print(
+            f"  {kind:<12} " + "   ".join(f"{name}: {cell}" for name, cell in zip(names, cells, strict=True))
+        )
+    print("  leaks        " + "   ".join(f"{name}: {len(recalls[name]['leaks'])}" for name in names))
 
 
 async def run(args: argparse.Namespace, directory: Path) -> None:
-    path = Path(args.db) if args.db else directory / DB_FILENAME
-    reuse = args.backend == "sqlite" and path.exists()
-    store: Store = MemoryStore() if args.backend == "memory" else await SqliteStore.open(path)
-    try:
-        stored = make_messages(args.messages, args.groups, args.seed)
-        if reuse:
-            print(f"fill: reusing {path} (made with the same --messages/--memories/--groups/--seed)")
-        else:
-            await fill(store, stored, args.memories, args.groups, args.seed)
-        await bench_recall(store)
-        await bench_latency(store, stored, args.turns, args.seed)
-    finally:
-        await store.close()
+    recalls: dict[str, dict[str, list[bool]]] = {}
+    for backend in args.backend.split(","):
+        if backend not in NAMES:
+            raise SystemExit(f"--backend: unknown {backend!r} (known: {', '.join(NAMES)})")
+        print(f"== {backend}")
+        path = Path(args.db) if args.db else directory / DB_FILENAME
+        reuse = backend == "sqlite" and path.exists()
+        async with bench_store(backend, directory, path=path) as store:
+            stored = make_messages(args.messages, args.groups, args.seed)
+            if reuse:
+                print(f"fill: reusing {path} (made with the same --messages/--memories/--groups/--seed)")
+            else:
+                await fill(store, stored, args.memories, args.groups, args.seed)
+            recalls[backend] = await bench_recall(store)
+            await bench_latency(store, stored, args.turns, args.seed)
+    if len(recalls) > 1:
+        print_recall_side_by_side(recalls)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--backend", choices=("sqlite", "memory"), default="sqlite")
+    parser.add_argument("--backend", default="sqlite", help="sqlite, postgresql or memory; or several, a,b")
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--groups", type=int, default=20)

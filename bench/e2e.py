@@ -40,10 +40,12 @@ messages for the largest) and then stays flat.
 
 Budgets are opened up and the account-wide send rate set to the most the config allows (see
 ``CONFIG``); everything else is the shipped configuration. The load average is printed, since the
-figures depend on what else the machine runs.
+figures depend on what else the machine runs. ``--backend postgresql`` stores on PostgreSQL
+(``$GREYWIND_PG_DSN``, or a throwaway server for the run) instead of the SQLite file.
 
     .venv/bin/python bench/e2e.py [--groups 200] [--addressed 300] [--rate 100] [--chatter-per-at 19]
                                   [--soak 60000] [--soak-rate 300] [--probe-every 1000] [--seed 7]
+                                  [--backend sqlite|postgresql]
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._backends import postgres_database  # noqa: E402
 from bench._measure import describe, rss_mb  # noqa: E402
 from tests.e2e.bot_process import BotProcess  # noqa: E402
 from tests.e2e.onebot_peer import OneBotPeer  # noqa: E402
@@ -436,16 +439,21 @@ async def run(args: argparse.Namespace) -> int:
         where: contextlib.AbstractContextManager[str] = contextlib.nullcontext(str(args.workdir))
     else:
         where = tempfile.TemporaryDirectory(prefix="greywind-e2e-bench-")
-    with where as tmp, ModelProcess(Path(tmp)) as model:
+    database: contextlib.AbstractContextManager[str | None] = (
+        postgres_database("e2e") if args.backend == "postgresql" else contextlib.nullcontext(None)
+    )
+    with where as tmp, ModelProcess(Path(tmp)) as model, database as dsn:
+        store = "" if dsn is None else f'\n[store]\nbackend = "postgresql"\nlease_accounts = ["{SELF_ID}"]\n'
         bot = BotProcess(
             Path(tmp) / "bot",
-            config=CONFIG,
+            config=CONFIG + store,
             env={
                 "SUPERUSERS": f'["{ADMIN}"]',
                 "LOG_LEVEL": args.log_level,
                 "GREYWIND_LLM_BASE_URL": model.base_url,
                 "GREYWIND_LLM_MODEL": "scripted",
                 "GREYWIND_LLM_API_KEY": "sk-bench",
+                **({} if dsn is None else {"GREYWIND_PG_DSN": dsn}),
             },
         )
         bot.start()
@@ -486,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-every", type=int, default=1_000)
     parser.add_argument("--log-level", default="WARNING", help="the bot's LOG_LEVEL (INFO logs every event)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--workdir", type=Path, help="keep the bot's data, log and the model's record here")
     parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port-file", type=Path, help=argparse.SUPPRESS)

@@ -1,7 +1,9 @@
 """``[store]``: the backend, the SQLite database and the writer task that feeds it.
 
 ``backend`` names a registered store backend (``runtime.store.backends``): ``sqlite``, the file
-``greywind.sqlite3`` under the data directory, or ``memory``, nothing kept. The data directory comes
+``greywind.sqlite3`` under the data directory, ``postgresql``, a PostgreSQL database several bot
+processes may share (its DSN in the environment variable ``dsn_env`` names, never in this file), or
+``memory``, nothing kept. The data directory comes
 from the ``GREYWIND_DATA_DIR`` environment variable (default ``./data``), not from this table: see
 ``runtime.store.paths.data_dir_from_env``.
 """
@@ -46,3 +48,15 @@ class StoreConfig(Section):
     restore_speech_window_ms: int = Field(default=86_400_000, ge=0)
     restore_message_window_ms: int = Field(default=3_600_000, ge=0)
     restore_messages_per_chat: int = Field(default=200, ge=0)
+    # postgresql: the environment variable holding the DSN (postgresql://user:password@host/db). The
+    # DSN carries a password, so it is never written in this file.
+    dsn_env: str = Field(default="GREYWIND_PG_DSN", min_length=1)
+    # postgresql: the accounts (self_id) whose state this process owns in the shared database. Each is
+    # leased at start: a second process for one of them is refused. Empty: the process leases the
+    # whole database ("*"), and no other process may use it.
+    lease_accounts: list[str] = Field(default_factory=list)
+    # postgresql: a lease lasts this long after its last renewal (renewed every third of it), so a
+    # crashed process's accounts can be served by another one this long after the crash.
+    lease_ttl_ms: int = Field(default=15_000, ge=1_000, le=600_000)
+    # postgresql: connections this process keeps to the server.
+    pool_size: int = Field(default=4, ge=1, le=100)

@@ -11,10 +11,12 @@
     memory.py       ``MemoryStore``: in-memory, for tests and the replay tool (+ memory_tables.py)
     kernel_state.py the kernel's events, lexicon and speeches to records and back; restore_kernel
     sqlite/         ``SqliteStore``: one file, WAL, numbered migrations (``sqlite/migrations/``)
+    postgres/       ``PostgresStore`` (asyncpg): a database several processes share, leases per account
     writer.py       ``StoreWriter``: bounded queue, one transaction per flush interval, counted drops
     restore.py      ``load_runtime_state`` on the Protocol alone
     paths.py        ``data_dir_from_env()``: ``GREYWIND_DATA_DIR``, default ``./data``
-    __main__.py     ``python -m runtime.store [PATH] [--backup FILE]``: an SQLite file's status, rows, backup
+    __main__.py     ``python -m runtime.store [PATH] [--backup FILE]``: an SQLite file's status, rows, backup;
+                    ``rebind``; ``migrate --from sqlite:PATH --to postgresql`` (docs/STORAGE.md)
 
 Wiring (the lifespan owns it)::
 

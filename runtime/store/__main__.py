@@ -16,6 +16,12 @@ data directory holds without its account (``group:123``, written before chat key
 to that account: the database and the state files beside it (:mod:`runtime.store.rebind`). The bot
 does this by itself at start for the chats whose account it recorded; this is for the rest. Stop the
 bot first: a rebind while it runs would race its writes.
+
+``python -m runtime.store migrate --from sqlite:PATH --to postgresql [--dsn-env VAR]`` copies an SQLite
+database (a file, or the data directory holding it) into the empty PostgreSQL database whose DSN the
+environment variable holds (``GREYWIND_PG_DSN`` by default), in one transaction, and compares every
+table's row count afterwards (:mod:`runtime.store.postgres.copy`). Exit status 0 when all match, 1 on
+a store error or a mismatch, 2 for bad arguments. The SQLite file is not changed.
 """
 
 from __future__ import annotations
@@ -93,10 +99,60 @@ def rebind_main(argv: Sequence[str]) -> int:
     return 0
 
 
+async def _migrate(path: Path, dsn: str) -> bool:
+    from runtime.store.postgres.copy import copy_sqlite
+
+    report = await copy_sqlite(path, dsn)
+    print(f"from:            {path}")
+    print(f"{'table':<24} {'sqlite':>10} {'postgresql':>12}")
+    for table, count in report.source.items():
+        print(f"  {table:<22} {count:>10,} {report.target.get(table, 0):>12,}")
+    if report.unbound:
+        print(
+            f"warning: {len(report.unbound)} chat(s) without their account were copied as they are "
+            "(python -m runtime.store rebind --account <self_id> binds them)",
+            file=sys.stderr,
+        )
+    print("row counts match" if report.matches else "error: row counts differ")
+    return report.matches
+
+
+def migrate_main(argv: Sequence[str]) -> int:
+    import os
+
+    parser = argparse.ArgumentParser(
+        prog="python -m runtime.store migrate", description="copy an SQLite database into PostgreSQL"
+    )
+    parser.add_argument("--from", dest="source", required=True, help="sqlite:PATH (a file or a data dir)")
+    parser.add_argument("--to", dest="target", required=True, choices=["postgresql"], help="postgresql")
+    parser.add_argument("--dsn-env", default="GREYWIND_PG_DSN", help="the variable holding the DSN")
+    args = parser.parse_args(argv)
+    kind, _, given = str(args.source).partition(":")
+    if kind != "sqlite" or not given:
+        print(f"error: --from takes sqlite:PATH, not {args.source!r}", file=sys.stderr)
+        return 2
+    dsn = os.environ.get(args.dsn_env, "").strip()
+    if not dsn:
+        print(
+            f"error: the environment variable {args.dsn_env} (the PostgreSQL DSN) is not set", file=sys.stderr
+        )
+        return 2
+    path = _existing_database(Path(given))
+    if path is None:
+        return 1
+    try:
+        return 0 if asyncio.run(_migrate(path, dsn)) else 1
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["rebind"]:
         return rebind_main(argv[1:])
+    if argv[:1] == ["migrate"]:
+        return migrate_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m runtime.store", description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, help="database file (default: the data dir's)")
     parser.add_argument("--backup", type=Path, help="also write a consistent copy to this new file")

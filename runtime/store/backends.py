@@ -7,6 +7,9 @@ every name registered here. Built in:
 
 - ``sqlite``: :class:`~runtime.store.sqlite.SqliteStore`, the file ``greywind.sqlite3`` under the
   data directory (WAL, numbered migrations): what the bot keeps across restarts.
+- ``postgresql``: :class:`~runtime.store.postgres.PostgresStore`, a PostgreSQL database (the DSN in
+  the environment variable ``[store] dsn_env`` names) that several bot processes share, each owning
+  its accounts through a lease. asyncpg is imported only when this backend is opened.
 - ``memory``: :class:`~runtime.store.memory.MemoryStore`, nothing on disk: everything is gone when
   the process ends (tests, experiments).
 
@@ -16,6 +19,7 @@ a name nobody registered is a ``ConfigError`` naming ``store.backend`` and the n
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -25,7 +29,7 @@ from runtime.store.memory import MemoryStore
 from runtime.store.protocol import Store
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 
-__all__ = ["StoreOpener", "open_store", "register_backend", "registered_backends"]
+__all__ = ["StoreOpener", "open_store", "postgres_dsn", "register_backend", "registered_backends"]
 
 #: ``opener(config, data_dir)``: open (creating if needed) the backend's store under ``data_dir``.
 StoreOpener = Callable[[StoreConfig, Path], Awaitable[Store]]
@@ -74,9 +78,34 @@ async def _open_sqlite(config: StoreConfig, data_dir: Path) -> Store:
     return await SqliteStore.open(data_dir / DB_FILENAME, config=config)
 
 
+def postgres_dsn(config: StoreConfig) -> str:
+    """The DSN from the environment variable ``config.dsn_env``; ``ConfigError`` when it is unset."""
+    dsn = os.environ.get(config.dsn_env, "").strip()
+    if not dsn:
+        raise ConfigError(
+            f"store.dsn_env: backend 'postgresql' reads its DSN from the environment variable "
+            f"{config.dsn_env}, which is not set (postgresql://user:password@host:5432/database)",
+            ("store.dsn_env",),
+        )
+    return dsn
+
+
+async def _open_postgres(config: StoreConfig, data_dir: Path) -> Store:
+    dsn = postgres_dsn(config)
+    try:
+        from runtime.store.postgres import PostgresStore
+    except ImportError as exc:  # asyncpg is the optional extra
+        raise ConfigError(
+            f"store.backend: 'postgresql' needs asyncpg ({exc}): pip install 'greywind[postgresql]'",
+            ("store.backend",),
+        ) from exc
+    return await PostgresStore.open(dsn, config=config)
+
+
 async def _open_memory(config: StoreConfig, data_dir: Path) -> Store:
     return MemoryStore()
 
 
 register_backend("sqlite", _open_sqlite)
 register_backend("memory", _open_memory)
+register_backend("postgresql", _open_postgres)

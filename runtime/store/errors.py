@@ -11,6 +11,9 @@
     │                       and every retry
     ├── StoreWriteError     a write failed (full disk, I/O error, read-only file); the transaction
     │                       was rolled back, so the batch can be retried whole
+    ├── StoreReadError      a read failed on a database server (PostgreSQL: the connection dropped)
+    ├── StoreLeaseError     another process owns an account this one would serve (PostgreSQL
+    │                       leases), or this process lost the lease it held
     ├── StoreClosedError    an operation reached a store (or writer) that was already closed
     └── WriterError         the writer stopped with items it could not write (counted and logged,
                             never dropped silently)
@@ -70,6 +73,15 @@ class StoreLockedError(StoreError):
 
 class StoreWriteError(StoreError):
     """Raised when SQLite refuses a write for a reason other than a lock; nothing of it was applied."""
+
+
+class StoreReadError(StoreError):
+    """Raised when a read fails on a database server (PostgreSQL): the connection dropped, say."""
+
+
+class StoreLeaseError(StoreError):
+    """Raised when another process owns an account this one would serve (its lease has not expired),
+    or when this process lost the lease it held; its message is one line an operator can act on."""
 
 
 class StoreClosedError(StoreError):

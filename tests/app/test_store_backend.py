@@ -38,7 +38,7 @@ async def test_the_memory_backend_serves_the_bot_and_writes_no_database(
 async def test_an_unknown_backend_stops_the_start_naming_the_key(
     openai_server: ScriptedOpenAIServer, data_dir: Path
 ) -> None:
-    config = make_config(openai_server, store={"backend": "postgresql"})
+    config = make_config(openai_server, store={"backend": "nosuch"})
     refused: list[ConfigError] = []
     try:
         async with running(config, data_dir):
@@ -46,6 +46,6 @@ async def test_an_unknown_backend_stops_the_start_naming_the_key(
     except* ConfigError as group:  # the harness's task group wraps what start raised
         refused.extend(e for e in group.exceptions if isinstance(e, ConfigError))
     assert [e.keys for e in refused] == [("store.backend",)]
-    assert "store.backend: no store backend is registered as 'postgresql'" in str(refused[0])
-    assert "(registered: memory, sqlite)" in str(refused[0])
+    assert "store.backend: no store backend is registered as 'nosuch'" in str(refused[0])
+    assert "(registered: memory, postgresql, sqlite)" in str(refused[0])
     assert DB_FILENAME not in os.listdir(data_dir)

@@ -45,15 +45,24 @@ def reminder_handler(request: RecordedRequest, nth: int):  # type: ignore[no-unt
     return reply_text(f"该喝水啦{tag('drink')}")
 
 
+# The same continuity on a PostgreSQL database (the DSN in the environment, the account leased).
+ON_POSTGRES = '\n[store]\nbackend = "postgresql"\nlease_accounts = ["10000"]\n'
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 async def test_a_restart_keeps_the_conversation_and_sends_the_reminder_it_promised(
-    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer, backend: str, request: pytest.FixtureRequest
 ) -> None:
+    config, env = CONFIG, {}
+    if backend == "postgresql":
+        config, env = CONFIG + ON_POSTGRES, {"GREYWIND_PG_DSN": request.getfixturevalue("postgres_dsn")}
     model = TaggedModel(openai_server)
     model.on("r1", steps(reply_text(f"记住了，青色{tag('r1')}")))
     model.on("rem", reminder_handler)
     model.on("drink", steps(reply_text(f"该喝水啦{tag('drink')}")))
 
-    first = start_bot(model=openai_server, config=CONFIG)
+    first = start_bot(model=openai_server, config=config, env=env)
+    assert first.wait_for_log("store.opened", timeout=30)[0].get("backend", "sqlite") == backend
     async with connected_peer(first, self_id=SELF_ID) as peer:
         await peer.post(
             ob.group_message(
@@ -77,7 +86,7 @@ async def test_a_restart_keeps_the_conversation_and_sends_the_reminder_it_promis
         assert "schedule_message" in offered
     assert first.stop() == 0
 
-    second = start_bot(model=openai_server, config=CONFIG)
+    second = start_bot(model=openai_server, config=config, env=env)
     async with connected_peer(second, self_id=SELF_ID) as peer:
         reminder = await peer.wait_for_call(
             "send_private_msg", lambda c: "喝水" in c.text, within=REMINDER_SECONDS + 15

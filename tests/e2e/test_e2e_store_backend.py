@@ -50,5 +50,5 @@ async def test_an_unknown_backend_stops_the_start_with_the_key_and_the_choices(t
         bot.start()
     assert bot.returncode not in (None, 0)
     assert "store.backend: no store backend is registered as 'nosuch'" in str(caught.value)
-    assert "(registered: memory, sqlite)" in str(caught.value)
+    assert "(registered: memory, postgresql, sqlite)" in str(caught.value)
     assert not (bot.data_dir / DB_FILE).exists()

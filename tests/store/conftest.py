@@ -15,6 +15,7 @@ import pytest_asyncio
 from runtime.config.store import StoreConfig
 from runtime.store.backends import open_store, registered_backends
 from runtime.store.protocol import Store
+from tests.conftest import backend_ready
 
 
 async def open_backend(kind: str, tmp_path: Path) -> Store:
@@ -23,6 +24,7 @@ async def open_backend(kind: str, tmp_path: Path) -> Store:
 
 @pytest_asyncio.fixture(params=registered_backends())
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    backend_ready(request, request.param)
     backend = await open_backend(request.param, tmp_path)
     try:
         yield backend

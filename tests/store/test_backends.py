@@ -62,7 +62,7 @@ async def test_an_unknown_backend_is_a_config_error_naming_the_key_and_the_choic
     message = str(caught.value)
     assert "store.backend" in message
     assert "'postgres'" in message
-    assert "memory, sqlite" in message
+    assert "memory, postgresql, sqlite" in message
     assert os.listdir(tmp_path) == []  # nothing was created on the way
 
 

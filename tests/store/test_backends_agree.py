@@ -12,6 +12,7 @@ from runtime.config.store import StoreConfig
 from runtime.store.backends import open_store, registered_backends
 from runtime.store.memory import MemoryStore
 from runtime.store.records import StoredMessage
+from tests.conftest import backend_ready
 
 pytestmark = pytest.mark.asyncio
 
@@ -70,7 +71,10 @@ OTHERS = [name for name in registered_backends() if name != "memory"]
 
 
 @pytest.mark.parametrize("backend", OTHERS)
-async def test_each_backend_searches_like_the_memory_one(backend: str, tmp_path: Path) -> None:
+async def test_each_backend_searches_like_the_memory_one(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    backend_ready(request, backend)
     rng = random.Random(20260311)
     chats = ["group:1", "group:2", "private:7"]
     messages = [

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.store.sqlite import DB_FILENAME, SqliteStore
+from runtime.store.sqlite import DB_FILENAME
+from tests.conftest import backend_ready
+from tests.store.kill_child import open_target
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERVAL = 0.2
@@ -29,8 +31,8 @@ def _read_lines(proc: subprocess.Popen[str], lines: list[str], committed: list[i
             committed.append(int(line.split()[1]))
 
 
-async def _stored(path: Path) -> list[tuple[int, float]]:
-    store = await SqliteStore.open(path)
+async def _stored(path: str) -> list[tuple[int, float]]:
+    store = await open_target(path, account="10002")
     try:
         messages = await store.list_messages("group:1", limit=10_000_000)
     finally:
@@ -40,12 +42,14 @@ async def _stored(path: Path) -> list[tuple[int, float]]:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("run_for", [1.0, 1.37])
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_kill_9_keeps_everything_committed_and_loses_at_most_an_interval(
-    tmp_path: Path, run_for: float
+    tmp_path: Path, run_for: float, backend: str, request: pytest.FixtureRequest
 ) -> None:
-    path = tmp_path / DB_FILENAME
+    backend_ready(request, backend)
+    path = "postgresql" if backend == "postgresql" else str(tmp_path / DB_FILENAME)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.kill_child", str(path), str(int(INTERVAL * 1000))],
+        [sys.executable, "-m", "tests.store.kill_child", path, str(int(INTERVAL * 1000))],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

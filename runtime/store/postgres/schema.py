@@ -1,0 +1,83 @@
+"""The PostgreSQL schema: numbered migrations applied at open, one process at a time.
+
+Migrations are ``migrations/NNNN_name.sql`` (the same rules as SQLite's: 1, 2, 3... without gaps),
+each applied in its own transaction together with its row in ``schema_version``. Several processes
+may open one database at once: the migrations run under a session advisory lock, so the second
+process waits and finds them applied. A database whose version is newer than the newest script is
+refused (``SchemaTooNewError``) before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from runtime.store.errors import MigrationError, SchemaTooNewError
+
+__all__ = ["LATEST_VERSION", "MIGRATION_LOCK", "Migration", "load_migrations", "migrate"]
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+#: The advisory lock key the migrations run under ("GreyWind" in ASCII, as a number).
+MIGRATION_LOCK = 0x47726579_57696E64
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations() -> list[Migration]:
+    found: list[Migration] = []
+    folder = resources.files("runtime.store.postgres") / "migrations"
+    for entry in folder.iterdir():
+        m = _MIGRATION_NAME.match(entry.name)
+        if m:
+            found.append(Migration(int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda mig: mig.version)
+    if not found or [mig.version for mig in found] != list(range(1, len(found) + 1)):
+        raise MigrationError(
+            0, f"postgres migration scripts are not numbered 1..n: {[m.name for m in found]}"
+        )
+    return found
+
+
+LATEST_VERSION = len(load_migrations())
+
+
+async def migrate(connection: Any, where: str) -> int:
+    """Apply every pending migration on ``connection`` (an asyncpg connection); the version after."""
+    import asyncpg
+
+    migrations = load_migrations()
+    await connection.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+    try:
+        await connection.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version bigint PRIMARY KEY, name text NOT NULL, "
+            "applied_at double precision NOT NULL)"
+        )
+        current = int(await connection.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_version"))
+        if current > migrations[-1].version:
+            raise SchemaTooNewError(where, current, migrations[-1].version)
+        for mig in migrations:
+            if mig.version <= current:
+                continue
+            try:
+                async with connection.transaction():
+                    await connection.execute(mig.sql)
+                    await connection.execute(
+                        "INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)",
+                        mig.version,
+                        mig.name,
+                        time.time(),
+                    )
+            except asyncpg.PostgresError as exc:
+                raise MigrationError(mig.version, str(exc)) from exc
+            current = mig.version
+        return current
+    finally:
+        await connection.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)

@@ -1,0 +1,525 @@
+"""``PostgresStore``: the Protocol on one PostgreSQL database, shared by several bot processes.
+
+Open it with :meth:`PostgresStore.open` (the ``postgresql`` backend does, from the DSN in the
+environment variable ``[store] dsn_env`` names). It brings the schema up to date
+(:mod:`runtime.store.postgres.schema`), then takes the leases of the accounts this process serves
+(:mod:`runtime.store.postgres.lease`): a second process for one of them is refused with
+``StoreLeaseError`` before it has written anything.
+
+Several processes, one database: each serves its own accounts, and the chat keys carry the account
+(``qq:<account>:group:<id>``), so their rows never collide. What a process restores on start
+(``load_runtime_state``) is its own accounts' only: another process's events, reminders, speeches and
+sessions stay with that process.
+
+Durability: a committed transaction is on the server; what the writer task had queued is lost on
+``kill -9`` of the bot, as with SQLite (at most about one flush interval).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from runtime.config.store import StoreConfig
+from runtime.kernel.message import ChatKey
+from runtime.store.errors import StoreError, StoreLeaseError
+from runtime.store.postgres import lease
+from runtime.store.postgres.base import cleaned, log, pg
+from runtime.store.postgres.schema import migrate
+from runtime.store.postgres.search import text_match, vectors
+from runtime.store.postgres.tables import TOOL_CALL_UPSERT, ContextTables, LayerTables
+from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy, StoreStatistics
+from runtime.store.records import (
+    DUPLICATE_WINDOW,
+    ActivationDone,
+    EventRecord,
+    LexiconTermRecord,
+    MessageHit,
+    MessageRecalled,
+    RuntimeState,
+    ScheduledActivation,
+    SpeechRecord,
+    StoredMessage,
+    ToolCallRecord,
+    TopicLink,
+    WriteItem,
+)
+from runtime.store.restore import load_runtime_state
+from runtime.store.sqlite import rows as r_
+from runtime.store.sqlite.base import placeholders, upsert_sql
+from runtime.store.text import IndexedText, index_text, parse_query, warm_up
+
+__all__ = ["PostgresStore", "redacted"]
+
+_COLUMN_TYPES = (
+    "text, text, text, text, float8, text, text, text, int8, int8, text, text, int8, tsvector, tsvector"
+)
+_CASTS = ", ".join(f"?::{kind.strip()}" for kind in _COLUMN_TYPES.split(","))
+# A message is a new row unless the same delivery is already stored (records.same_delivery).
+_MESSAGE_INSERT = pg(
+    f"INSERT INTO messages ({r_.MESSAGE_COLUMNS}, words, chars) SELECT {_CASTS} "
+    "WHERE NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = ?::text AND message_id = ?::text "
+    "AND time BETWEEN ?::float8 AND ?::float8 "
+    "AND ((?::int8 = 1 AND from_self = 1) OR (?::int8 = 0 AND sender_id = ?::text AND text = ?::text))) "
+    "RETURNING seq"
+)
+_LATEST_WITH_ID = (
+    "SELECT seq FROM messages WHERE chat_id = ? AND message_id = ? ORDER BY time DESC, seq DESC LIMIT 1"
+)
+_M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in r_.MESSAGE_COLUMNS.split(","))
+_EVENT_UPSERT = pg(upsert_sql("events", r_.EVENT_COLUMNS, "id"))
+_ACTIVATION_UPSERT = pg(upsert_sql("scheduled_activations", r_.ACTIVATION_COLUMNS, "event_id"))
+_TERM_UPSERT = pg(upsert_sql("lexicon_terms", r_.TERM_COLUMNS, "scope, owner, term"))
+_SPEECH_INSERT = pg("INSERT INTO speech_log (chat_id, time, forced) VALUES (?, ?, ?)")
+_RECALL = pg(f"UPDATE messages SET recalled = 1 WHERE seq = ({_LATEST_WITH_ID})")
+_LINK = pg(f"UPDATE messages SET topic_thread_id = ? WHERE seq = ({_LATEST_WITH_ID})")
+_ACTIVATION_DELETE = pg("DELETE FROM scheduled_activations WHERE event_id = ?")
+
+
+def redacted(dsn: str) -> str:
+    """The DSN without its password, for logs and error messages."""
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:
+        return "postgresql://?"
+    if parts.password is None:
+        return dsn
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def message_params(item: StoredMessage, indexed: IndexedText) -> tuple[Any, ...]:
+    row = r_.message_row(item, indexed)
+    words, chars = vectors(indexed)
+    window = (item.time - DUPLICATE_WINDOW, item.time + DUPLICATE_WINDOW)
+    mine = int(item.from_self)
+    return (
+        *row[:13],
+        words,
+        chars,
+        item.chat_id,
+        item.message_id,
+        *window,
+        mine,
+        mine,
+        item.sender_id,
+        item.text,
+    )
+
+
+def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, list[tuple[Any, ...]]]:
+    if isinstance(item, StoredMessage):
+        return _MESSAGE_INSERT, [message_params(item, next(indexed))]
+    if isinstance(item, MessageRecalled):
+        return _RECALL, [(item.chat_id, item.message_id)]
+    if isinstance(item, TopicLink):
+        return _LINK, [(item.topic_thread_id, item.chat_id, mid) for mid in item.message_ids]
+    if isinstance(item, SpeechRecord):
+        return _SPEECH_INSERT, [r_.speech_row(item)]
+    if isinstance(item, EventRecord):
+        return _EVENT_UPSERT, [r_.event_row(item)]
+    if isinstance(item, ScheduledActivation):
+        return _ACTIVATION_UPSERT, [r_.activation_row(item)]
+    if isinstance(item, ActivationDone):
+        return _ACTIVATION_DELETE, [(item.event_id,)]
+    if isinstance(item, ToolCallRecord):
+        return TOOL_CALL_UPSERT, [r_.tool_call_row(item)]
+    raise TypeError(f"not a write item: {item!r}")
+
+
+class PostgresStore(ContextTables, LayerTables):
+    """PostgreSQL backend of :class:`runtime.store.protocol.Store`. Create it with :meth:`open`."""
+
+    _leases: lease.Leases | None = None
+
+    @classmethod
+    async def open(
+        cls, dsn: str, *, config: StoreConfig | None = None, accounts: Sequence[str] | None = None
+    ) -> PostgresStore:
+        """Connect, migrate, and lease ``accounts`` (default: ``config.lease_accounts``; none given:
+        the whole database, ``*``). Raises ``StoreError`` (``StoreLeaseError`` when another live
+        process holds one of the leases, ``SchemaTooNewError``, ``MigrationError``)."""
+        config = config or StoreConfig()
+        where = redacted(dsn)
+        # jieba's dictionary loads here, off the event loop, not inside the first search.
+        await asyncio.to_thread(warm_up)
+        try:
+            pool = await asyncpg.create_pool(
+                dsn,
+                min_size=1,
+                max_size=config.pool_size,
+                command_timeout=60,
+                timeout=10,
+                # A write waits this long for a row lock, then fails (StoreLockedError).
+                server_settings={"lock_timeout": str(int(config.write_wait_ms))},
+            )
+        except (TimeoutError, asyncpg.PostgresError, OSError, ValueError) as exc:
+            raise StoreError(f"cannot connect to the PostgreSQL database {where}: {exc}") from exc
+        try:
+            async with pool.acquire() as connection:
+                version = await migrate(connection, where)
+            names = tuple(accounts if accounts is not None else config.lease_accounts) or (lease.WHOLE,)
+            leases = await lease.Leases.take(pool, names, ttl=config.lease_ttl_ms / 1000)
+        except BaseException:
+            await pool.close()
+            raise
+        store = cls(pool, where, config, version)
+        store._leases = leases
+        leases.on_lost(store._lost)
+        store._message_count = await store.count_messages()
+        log.info(
+            "store.opened",
+            backend="postgresql",
+            database=where,
+            schema_version=version,
+            messages=store._message_count,
+            leases=list(names),
+        )
+        return store
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, what: str) -> AsyncIterator[asyncpg.Connection]:
+        """One connection in one transaction, for bulk work beside the Protocol (the copy from SQLite);
+        refused, like every write, once a lease is lost."""
+        self._check()
+        if self._lease_problem is not None:
+            raise StoreLeaseError(f"{what}: {self._lease_problem}")
+        async with self._pool.acquire() as connection, connection.transaction():
+            yield connection
+
+    def _lost(self, problem: str) -> None:
+        self._lease_problem = problem
+
+    @property
+    def accounts(self) -> tuple[str, ...]:
+        """The accounts this process leased (empty when it leased the whole database)."""
+        names = self._leases.names if self._leases is not None else ()
+        return tuple(n for n in names if n != lease.WHOLE)
+
+    def _owns(self, chat_id: str) -> bool:
+        accounts = self.accounts
+        if not accounts:
+            return True
+        try:
+            key = ChatKey.parse(chat_id)
+        except ValueError:
+            return False
+        return key.bound and key.account in accounts
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._leases is not None:
+                await self._leases.release()
+        finally:
+            await self._pool.close()
+
+    def statistics(self) -> StoreStatistics:
+        return StoreStatistics(
+            backend="postgresql",
+            messages=self._message_count,
+            batches_written=self._batches,
+            items_written=self._items,
+            write_failures=self._failures,
+            schema_version=self._version,
+        )
+
+    async def table_counts(self) -> dict[str, int]:
+        """Rows per table, for the CLI and the migration's check."""
+        names = await self._rows(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_type = 'BASE TABLE' ORDER BY table_name"
+        )
+        counts = {}
+        for (name,) in names:
+            row = await self._one(f'SELECT COUNT(*) FROM "{name}"')
+            counts[str(name)] = int(row[0]) if row else 0
+        return counts
+
+    # -- batched writes ---------------------------------------------------------------------------
+
+    async def write(self, items: Sequence[WriteItem]) -> None:
+        self._check()
+        if not items:
+            return
+        items = [i.encodable() if isinstance(i, StoredMessage) else i for i in items]
+        texts = [i.text for i in items if isinstance(i, StoredMessage)]
+        indexed = await asyncio.to_thread(lambda: [index_text(t) for t in texts]) if texts else []
+        it = iter(indexed)
+        runs: list[tuple[str, list[list[Any]]]] = []
+        for item in items:
+            sql, rows = _statements(item, it)
+            prepared = [cleaned(r) for r in rows]
+            if runs and runs[-1][0] == sql:
+                runs[-1][1].extend(prepared)
+            else:
+                runs.append((sql, prepared))
+        added = 0
+
+        async def body(connection: asyncpg.Connection) -> None:
+            nonlocal added
+            for sql, rows in runs:
+                if sql is _MESSAGE_INSERT:
+                    added += len(await connection.fetchmany(sql, rows))
+                else:
+                    await connection.executemany(sql, rows)
+
+        await self._tx("write", body)
+        self._message_count += added
+        self._batches += 1
+        self._items += len(items)
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    async def append_messages(self, messages: Sequence[StoredMessage]) -> None:
+        await self.write(messages)
+
+    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None:
+        row = await self._one(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? AND message_id = ? "
+            "ORDER BY time DESC, seq DESC LIMIT 1",
+            (chat_id, message_id),
+        )
+        return r_.message_from_row(row) if row else None
+
+    async def get_messages(self, chat_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
+        self._check()
+        if not message_ids:
+            return []
+        rows = await self._rows(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages "
+            f"WHERE chat_id = ? AND message_id IN ({placeholders(message_ids)}) ORDER BY time, seq",
+            [chat_id, *message_ids],
+        )
+        found = {r[1]: r_.message_from_row(r) for r in rows}  # a repeated id: the most recent wins
+        return [found[mid] for mid in message_ids if mid in found]
+
+    async def _latest(self, where: str, values: list[Any], limit: int) -> list[StoredMessage]:
+        rows = await self._rows(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE {where} "
+            f"ORDER BY time DESC, seq DESC LIMIT {max(int(limit), 0)}",
+            values,
+        )
+        return [r_.message_from_row(r) for r in reversed(rows)]
+
+    async def recent_messages(
+        self, chat_id: str, *, limit: int = 50, before: float | None = None
+    ) -> list[StoredMessage]:
+        if before is None:
+            return await self._latest("chat_id = ?", [chat_id], limit)
+        return await self._latest("chat_id = ? AND time < ?", [chat_id, before], limit)
+
+    async def list_messages(
+        self, chat_id: str, *, since: float | None = None, until: float | None = None, limit: int = 1000
+    ) -> list[StoredMessage]:
+        where: list[str] = ["chat_id = ?"]
+        values: list[Any] = [chat_id]
+        if since is not None:
+            where.append("time >= ?")
+            values.append(since)
+        if until is not None:
+            where.append("time < ?")
+            values.append(until)
+        rows = await self._rows(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE {' AND '.join(where)} "
+            f"ORDER BY time, seq LIMIT {max(int(limit), 0)}",
+            values,
+        )
+        return [r_.message_from_row(r) for r in rows]
+
+    async def conversation_messages(self, thread_id: str, *, limit: int = 50) -> list[StoredMessage]:
+        return await self._latest("thread_id = ?", [thread_id], limit)
+
+    async def topic_messages(
+        self, topic_thread_id: str, *, chat_id: str | None = None, limit: int = 50
+    ) -> list[StoredMessage]:
+        if chat_id is None:
+            return await self._latest("topic_thread_id = ?", [topic_thread_id], limit)
+        return await self._latest("topic_thread_id = ? AND chat_id = ?", [topic_thread_id, chat_id], limit)
+
+    async def search_messages(
+        self,
+        query: str,
+        *,
+        chat_ids: Collection[str],
+        limit: int = 10,
+        topic_thread_id: str | None = None,
+        include_recalled: bool = False,
+    ) -> list[MessageHit]:
+        self._check()
+        parsed = parse_query(query)
+        if parsed.empty or not chat_ids or limit <= 0:
+            return []
+        match, rank = text_match("m", parsed)
+        where = [f"({match})", f"m.chat_id IN ({placeholders(chat_ids)})"]
+        values: list[Any] = list(chat_ids)
+        if not include_recalled:
+            where.append("m.recalled = 0")
+        if topic_thread_id is not None:
+            where.append("m.topic_thread_id = ?")
+            values.append(topic_thread_id)
+        rows = await self._rows(
+            f"SELECT {_M_COLUMNS}, {rank} AS rank FROM messages AS m WHERE {' AND '.join(where)} "
+            f"ORDER BY rank DESC, m.seq DESC LIMIT {int(limit)}",
+            values,
+        )
+        return [MessageHit(r_.message_from_row(r), float(r[-1])) for r in rows]
+
+    async def count_messages(self, chat_id: str | None = None) -> int:
+        if chat_id is None:
+            row = await self._one("SELECT COUNT(*) FROM messages")
+        else:
+            row = await self._one("SELECT COUNT(*) FROM messages WHERE chat_id = ?", (chat_id,))
+        return int(row[0]) if row else 0
+
+    async def messages_since(self, since: float, *, per_chat: int = 200) -> list[StoredMessage]:
+        rows = await self._rows(
+            f"SELECT {r_.MESSAGE_COLUMNS} FROM ("
+            f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY chat_id ORDER BY time DESC, seq DESC) AS rn"
+            f"  FROM messages WHERE time >= ?"
+            f") AS latest WHERE rn <= ? ORDER BY time, seq",
+            (since, max(int(per_chat), 0)),
+        )
+        return [r_.message_from_row(r) for r in rows]
+
+    # -- events and activations -----------------------------------------------------------------
+
+    async def save_event(self, event: EventRecord) -> None:
+        await self.write([event])
+
+    async def get_event(self, event_id: str) -> EventRecord | None:
+        row = await self._one(f"SELECT {r_.EVENT_COLUMNS} FROM events WHERE id = ?", (event_id,))
+        return r_.event_from_row(row) if row else None
+
+    async def delete_event(self, event_id: str) -> bool:
+        return await self._execute("delete_event", "DELETE FROM events WHERE id = ?", (event_id,)) > 0
+
+    async def load_events(self, *, states: Collection[str] | None = None) -> list[EventRecord]:
+        if states is None:
+            rows = await self._rows(f"SELECT {r_.EVENT_COLUMNS} FROM events ORDER BY created_at, id")
+        elif not states:
+            return []
+        else:
+            rows = await self._rows(
+                f"SELECT {r_.EVENT_COLUMNS} FROM events WHERE state IN ({placeholders(states)}) "
+                "ORDER BY created_at, id",
+                [str(s) for s in states],
+            )
+        return [r_.event_from_row(r) for r in rows]
+
+    async def prune_events(self, *, states: Collection[str], updated_before: float) -> int:
+        if not states:
+            return 0
+        return await self._execute(
+            "prune_events",
+            f"DELETE FROM events WHERE state IN ({placeholders(states)}) AND updated_at < ?",
+            [*(str(s) for s in states), updated_before],
+        )
+
+    async def save_activation(self, activation: ScheduledActivation) -> None:
+        await self.write([activation])
+
+    async def delete_activation(self, event_id: str) -> bool:
+        return await self._execute("delete_activation", _ACTIVATION_DELETE, (event_id,)) > 0
+
+    async def load_pending_activations(self) -> list[ScheduledActivation]:
+        rows = await self._rows(
+            f"SELECT {r_.ACTIVATION_COLUMNS} FROM scheduled_activations "
+            "ORDER BY not_before, priority DESC, event_id"
+        )
+        return [r_.activation_from_row(r) for r in rows]
+
+    # -- speech log -------------------------------------------------------------------------------
+
+    async def append_speech(self, speech: SpeechRecord) -> None:
+        await self.write([speech])
+
+    async def recent_speeches(self, chat_id: str, *, since: float) -> list[SpeechRecord]:
+        rows = await self._rows(
+            "SELECT chat_id, time, forced FROM speech_log WHERE chat_id = ? AND time >= ? ORDER BY time, seq",
+            (chat_id, since),
+        )
+        return [r_.speech_from_row(r) for r in rows]
+
+    async def load_recent_speeches(self, *, since: float) -> dict[str, list[SpeechRecord]]:
+        rows = await self._rows(
+            "SELECT chat_id, time, forced FROM speech_log WHERE time >= ? ORDER BY time, seq", (since,)
+        )
+        out: dict[str, list[SpeechRecord]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append(r_.speech_from_row(r))
+        return out
+
+    async def prune_speeches(self, *, before: float) -> int:
+        return await self._execute("prune_speeches", "DELETE FROM speech_log WHERE time < ?", (before,))
+
+    # -- lexicon ----------------------------------------------------------------------------------
+
+    async def save_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
+        await self._executemany("save_lexicon_terms", _TERM_UPSERT, [r_.term_row(t) for t in terms])
+
+    async def delete_lexicon_term(self, scope: str, owner: str, term: str) -> bool:
+        changed = await self._execute(
+            "delete_lexicon_term",
+            "DELETE FROM lexicon_terms WHERE scope = ? AND owner = ? AND term = ?",
+            (scope, owner, term),
+        )
+        return changed > 0
+
+    async def replace_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
+        rows = [cleaned(r_.term_row(t)) for t in terms]
+
+        async def body(connection: asyncpg.Connection) -> None:
+            await connection.execute("DELETE FROM lexicon_terms")
+            if rows:
+                await connection.executemany(_TERM_UPSERT, rows)
+
+        await self._tx("replace_lexicon_terms", body)
+
+    async def load_lexicon_terms(
+        self, *, scope: str | None = None, owner: str | None = None
+    ) -> list[LexiconTermRecord]:
+        where, values = ["TRUE"], []
+        if scope is not None:
+            where.append("scope = ?")
+            values.append(scope)
+        if owner is not None:
+            where.append("owner = ?")
+            values.append(owner)
+        rows = await self._rows(
+            f"SELECT {r_.TERM_COLUMNS} FROM lexicon_terms WHERE {' AND '.join(where)} "
+            "ORDER BY scope, owner, term",
+            values,
+        )
+        return [r_.term_from_row(r) for r in rows]
+
+    # -- restoration ----------------------------------------------------------------------------
+
+    async def load_runtime_state(
+        self, *, now: float, policy: RestorePolicy = DEFAULT_RESTORE
+    ) -> RuntimeState:
+        """As every backend restores, narrowed to the chats of the accounts this process leased."""
+        self._check()
+        state = await load_runtime_state(self, now=now, policy=policy)
+        if not self.accounts:
+            return state
+        owns = self._owns
+        return RuntimeState(
+            events=tuple(e for e in state.events if owns(e.chat_id)),
+            pending_activations=tuple(a for a in state.pending_activations if owns(a.chat_id)),
+            speeches={chat: items for chat, items in state.speeches.items() if owns(chat)},
+            lexicon_terms=tuple(t for t in state.lexicon_terms if t.scope != "group" or owns(t.owner)),
+            recent_messages=tuple(m for m in state.recent_messages if owns(m.chat_id)),
+            topic_threads=tuple(
+                t for t in state.topic_threads if not t.chat_ids or any(owns(c) for c in t.chat_ids)
+            ),
+            open_sessions=tuple(s for s in state.open_sessions if owns(s.chat_id)),
+        )
