@@ -8,7 +8,8 @@ both bots back to back (which first alternates), so both see the same messages a
 under the same machine load:
 
 ``--groups`` groups, ``--rate`` messages per second in all (Poisson arrivals, each message in a group
-drawn at random), ``--messages`` of them, one in ``--at-every`` an @ of the bot carrying a unique tag.
+drawn at random), ``--messages`` of them, one in ``--at-every`` an @ of the bot carrying a unique tag,
+one in ``--mention-every`` naming the bot inside the text (which the kernel weighs, and may answer).
 The bot runs the shipped configuration with the budgets of ``bench/e2e.py`` (forced replies unlimited,
 the account's send rate at the most the config allows); the kernel joins conversations on its own as
 it would (the model's ``observe`` answers end those episodes), and their count is printed.
@@ -23,7 +24,9 @@ Printed for each bot, and their ratio:
   ``/lag`` in private) and the **longest full garbage collection**;
 - **RSS** every tenth of the stream and at the end.
 
-``--soak`` is the 60,000-message run (``--messages 60000``). ``--profile FILE`` records ``bot.py`` with
+``--baseline DIR`` drives a third bot, the ``bot.py`` of another tree (``git archive <commit> | tar -x
+-C DIR``), with its own model server: what a change bought, measured in one run. ``--soak`` is the
+60,000-message run (``--messages 60000``). ``--profile FILE`` records ``bot.py`` with
 py-spy (``--py-spy``, or ``py-spy`` on ``PATH``) over the stream, as collapsed stacks in ``FILE``.
 
     .venv/bin/python bench/side_by_side.py [--rate 200] [--messages 12000] [--groups 200] [--at-every 100]
@@ -69,6 +72,8 @@ from tests.e2e.onebot_peer import OneBotPeer  # noqa: E402
 from tests.support import onebot_events as ob  # noqa: E402
 
 _TAG = re.compile(r"〈(b\d+)〉")
+# The persona named inside a message, not opening it: the kernel weighs it, nothing forces an answer.
+MENTIONS = ["要不问问灰风？", "听说灰风也玩这个游戏？", "你们说灰风会怎么看", "这个灰风肯定知道吧"]
 _LAG = re.compile(r"启动以来 (\d+) ms）；完整垃圾回收 (\d+) 次，最长 (\d+) ms")
 _BARE_LAG = re.compile(r"lag worst ([\d.]+) ms; full gc (\d+), longest ([\d.]+) ms")
 
@@ -77,6 +82,7 @@ _BARE_LAG = re.compile(r"lag worst ([\d.]+) ms; full gc (\d+), longest ([\d.]+) 
 class Target:
     name: str
     process: BotProcess
+    model: ModelProcess | None = None  # a GreyWind bot's own model server
     peer: OneBotPeer | None = None
     posted: dict[str, float] = field(default_factory=dict)  # tag -> when the @ was posted to it
     cpu_start: float = 0.0
@@ -111,6 +117,8 @@ def stream(args: argparse.Namespace) -> list[tuple[float, str, str | None]]:
         if n % args.at_every == 0:
             tag = f"b{n}"
             message = [ob.at(SELF_ID), ob.text(f" 〈{tag}〉帮我看看这个")]
+        elif n % args.mention_every == 0:
+            tag, message = None, [ob.text(("" if n % 4 else "说真的，") + rng.choice(MENTIONS))]
         else:
             tag, message = None, [ob.text(rng.choice(CHATTER))]
         out.append((at, group_frame(group, user, message), tag))
@@ -146,25 +154,33 @@ async def wait_answered(targets: list[Target], within: float) -> None:
         await asyncio.sleep(0.1)
 
 
-async def read_stalls(bot: Target, bare: Target) -> None:
-    assert bot.peer is not None
-    assert bare.peer is not None
-    counts = await bot_counts(bot.peer)
-    if (m := _LAG.search(counts.text)) is not None:
-        bot.stall_ms, bot.gc_full, bot.gc_longest_ms = float(m.group(1)), int(m.group(2)), float(m.group(3))
-    before = len(bare.peer.calls)
-    await bare.peer.post_raw(
+async def read_stalls(target: Target) -> None:
+    """The longest loop stall and full collection, as the bot itself measured them."""
+    assert target.peer is not None
+    if target.model is not None:  # a GreyWind bot: its /status full
+        try:
+            counts = await asyncio.wait_for(bot_counts(target.peer), 60)
+        except TimeoutError:
+            print(f"{target.name} did not answer /status full within 60 s")
+            return
+        if (m := _LAG.search(counts.text)) is not None:
+            target.stall_ms, target.gc_full = float(m.group(1)), int(m.group(2))
+            target.gc_longest_ms = float(m.group(3))
+        return
+    before = len(target.peer.calls)
+    await target.peer.post_raw(
         json.dumps(ob.private_message(self_id=SELF_ID, user_id=ADMIN, message=[ob.text("/lag")]))
     )
-    call = await bare.peer.wait_for_call(
-        predicate=lambda c: _BARE_LAG.search(c.text) is not None, after=before, within=120
-    )
-    if (m := _BARE_LAG.search(call.text)) is not None:
-        bare.stall_ms, bare.gc_full, bare.gc_longest_ms = (
-            float(m.group(1)),
-            int(m.group(2)),
-            float(m.group(3)),
+    try:
+        call = await target.peer.wait_for_call(
+            predicate=lambda c: _BARE_LAG.search(c.text) is not None, after=before, within=60
         )
+    except TimeoutError:
+        print(f"{target.name} did not answer /lag within 60 s")
+        return
+    if (m := _BARE_LAG.search(call.text)) is not None:
+        target.stall_ms, target.gc_full = float(m.group(1)), int(m.group(2))
+        target.gc_longest_ms = float(m.group(3))
 
 
 def spans_line(name: str, values: list[float], wanted: int) -> str:
@@ -176,14 +192,15 @@ def spans_line(name: str, values: list[float], wanted: int) -> str:
     )
 
 
-def report(args: argparse.Namespace, bot: Target, bare: Target, model: ModelProcess, took: float) -> None:
-    wanted = len(bot.posted)
+def report(args: argparse.Namespace, targets: list[Target], took: float) -> None:
+    bare = next(t for t in targets if t.model is None)
+    wanted = len(bare.posted)
     print(
         f"stream: {args.messages:,} messages in {args.groups} groups in {took:.1f} s "
         f"= {args.messages / took:,.0f} msg/s, {wanted} @ (one in {args.at_every})"
     )
     per_message = {}
-    for target in (bare, bot):
+    for target in targets:
         sends = target.first_sends()
         to_send = [(sends[t] - target.posted[t]) * 1000 for t in target.posted if t in sends]
         per_message[target.name] = target.cpu / args.messages * 1000
@@ -192,13 +209,16 @@ def report(args: argparse.Namespace, bot: Target, bare: Target, model: ModelProc
             f"lost {wanted - len(to_send)} of {wanted} @"
         )
         print(spans_line("@ -> first send", to_send, wanted))
-        if target is bot:
+        if target.model is not None:
             requests: dict[str, float] = {}
-            for line in model.records():
+            records = target.model.records()
+            for line in records:
                 if line["tag"] is not None:
                     requests.setdefault(line["tag"], line["received"])
-            to_model = [(requests[t] - bot.posted[t]) * 1000 for t in bot.posted if t in requests]
+            to_model = [(requests[t] - target.posted[t]) * 1000 for t in target.posted if t in requests]
             print(spans_line("@ -> model request", to_model, wanted))
+            unprompted = sum(1 for line in records if line["tools"] and line["tag"] is None)
+            print(f"  model requests: {len(records)} ({unprompted} unprompted episodes it chose to join)")
         print(
             f"  longest event-loop stall {target.stall_ms:.0f} ms; full collections {target.gc_full}, "
             f"longest {target.gc_longest_ms:.0f} ms"
@@ -208,11 +228,10 @@ def report(args: argparse.Namespace, bot: Target, bare: Target, model: ModelProc
             + " ".join(f"{mb:.0f}" for mb in target.rss)
             + f"; at the end {rss_mb(target.pid):.0f}"
         )
-    records = model.records()
-    unprompted = sum(1 for line in records if line["tools"] and line["tag"] is None)
-    print(f"model requests: {len(records)} ({unprompted} unprompted episodes the kernel chose to join)")
-    ratio = per_message[bot.name] / per_message[bare.name] if per_message[bare.name] else float("nan")
-    print(f"CPU per message, bot.py / bare NoneBot: {ratio:.2f}x  (target <= 1.3x)")
+    for target in targets:
+        if target is not bare and per_message[bare.name]:
+            ratio = per_message[target.name] / per_message[bare.name]
+            print(f"CPU per message, {target.name} / {bare.name}: {ratio:.2f}x  (target <= 1.3x)")
 
 
 def start_profile(args: argparse.Namespace, pid: int, seconds: float) -> subprocess.Popen[bytes] | None:
@@ -229,27 +248,41 @@ def start_profile(args: argparse.Namespace, pid: int, seconds: float) -> subproc
     )  # fmt: skip
 
 
+def greywind(name: str, workdir: Path, model: ModelProcess, env: dict[str, str], script: Path) -> Target:
+    return Target(
+        name,
+        BotProcess(
+            workdir,
+            config=CONFIG,
+            env={
+                **env,
+                "SUPERUSERS": f'["{ADMIN}"]',
+                "GREYWIND_LLM_BASE_URL": model.base_url,
+                "GREYWIND_LLM_MODEL": "scripted",
+                "GREYWIND_LLM_API_KEY": "sk-bench",
+            },
+            script=script,
+        ),
+        model=model,
+    )
+
+
 async def run(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="greywind-side-") as tmp, ModelProcess(Path(tmp)) as model:
+    with contextlib.ExitStack() as processes:
+        tmp = Path(processes.enter_context(tempfile.TemporaryDirectory(prefix="greywind-side-")))
         env = {"LOG_LEVEL": args.log_level}
-        bot = Target(
-            "bot.py",
-            BotProcess(
-                Path(tmp) / "bot",
-                config=CONFIG,
-                env={
-                    **env,
-                    "SUPERUSERS": f'["{ADMIN}"]',
-                    "GREYWIND_LLM_BASE_URL": model.base_url,
-                    "GREYWIND_LLM_MODEL": "scripted",
-                    "GREYWIND_LLM_API_KEY": "sk-bench",
-                },
-            ),
-        )
+        model = processes.enter_context(ModelProcess(tmp))
+        bot = greywind("bot.py", tmp / "bot", model, env, ROOT / "bot.py")
+        targets = [bot]
+        if args.baseline is not None:
+            (tmp / "baseline-model").mkdir()
+            second = processes.enter_context(ModelProcess(tmp / "baseline-model"))
+            name = f"bot.py of {args.baseline}"
+            targets.append(greywind(name, tmp / "baseline", second, env, args.baseline / "bot.py"))
         bare = Target(
-            "bare NoneBot", BotProcess(Path(tmp) / "bare", env=env, script=ROOT / "bench" / "bare_bot.py")
+            "bare NoneBot", BotProcess(tmp / "bare", env=env, script=ROOT / "bench" / "bare_bot.py")
         )
-        targets = [bot, bare]
+        targets.append(bare)
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, log level {args.log_level}")
         try:
             for target in targets:
@@ -260,7 +293,7 @@ async def run(args: argparse.Namespace) -> int:
                     target.peer = await stack.enter_async_context(
                         OneBotPeer(target.process.ws_url, self_id=SELF_ID)
                     )
-                await asyncio.sleep(1.5)  # registered by both
+                await asyncio.sleep(1.5)  # registered by every bot
                 for target in targets:
                     target.rss.append(rss_mb(target.pid))
                     target.cpu_start = cpu_seconds(target.pid)
@@ -273,20 +306,21 @@ async def run(args: argparse.Namespace) -> int:
                     target.cpu = cpu_seconds(target.pid) - target.cpu_start
                 if spy is not None:
                     spy.wait(30)
-                await read_stalls(bot, bare)
-                report(args, bot, bare, model, took)
+                for target in targets:
+                    await read_stalls(target)
+                report(args, targets, took)
                 print(f"load average {os.getloadavg()[0]:.2f}")
         finally:
             for target in targets:
                 with contextlib.suppress(Exception):
                     target.process.stop(timeout=60)
                 target.process.kill()
-            errors = [r for r in bot.process.records() if r.get("level") in ("error", "critical")]
-            if errors:
-                print(
-                    f"bot.py logged {len(errors)} errors; "
-                    f"first: {json.dumps(errors[0], ensure_ascii=False)[:300]}"
-                )
+                if target.model is None:
+                    continue
+                errors = [r for r in target.process.records() if r.get("level") in ("error", "critical")]
+                if errors:
+                    first = json.dumps(errors[0], ensure_ascii=False)[:300]
+                    print(f"{target.name} logged {len(errors)} errors; first: {first}")
     return 0
 
 
@@ -296,11 +330,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=200.0, help="messages per second, all groups")
     parser.add_argument("--messages", type=int, default=12_000)
     parser.add_argument("--at-every", type=int, default=100, help="one message in this many is an @")
+    parser.add_argument(
+        "--mention-every", type=int, default=50, help="one message in this many names the bot mid-text"
+    )
     parser.add_argument("--soak", action="store_true", help="60,000 messages")
     parser.add_argument("--log-level", default="WARNING", help="both bots' LOG_LEVEL")
     parser.add_argument("--profile", type=Path, help="py-spy's collapsed stacks of bot.py, here")
     parser.add_argument("--py-spy", help="the py-spy executable")
-    parser.add_argument("--answer-within", type=float, default=60.0, help="seconds to wait for the last @s")
+    parser.add_argument(
+        "--baseline", type=Path, help="also drive the bot.py of this tree (another version), same stream"
+    )
+    parser.add_argument("--answer-within", type=float, default=30.0, help="seconds to wait for the last @s")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     if args.soak:
