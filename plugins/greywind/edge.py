@@ -209,8 +209,6 @@ class Edge:
         await task_group.__aenter__()
         self._task_group = task_group
         self.dispatcher.start(task_group)
-        task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
-        self.collector.install()
         await self.gateway.start(_LocalFailures(task_group))  # type: ignore[arg-type]
         if self.journal is not None:
             # Before serving: what an earlier run read but did not store reaches the runtime first.
@@ -223,6 +221,9 @@ class Edge:
             GuardedAdapter.on_not_a_message = self.journal.settle_frame
             task_group.start_soon(self._retire_journal, name="greywind-journal")
         self.collector_tuning.apply()  # start-up is done: what it built lives as long as the process
+        # Stalls and collections from here on, while serving (start-up's one collection is not one).
+        task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
+        self.collector.install()
         log.info(
             "edge_started",
             shadow_mode=self.shadow_mode,
