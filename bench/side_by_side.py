@@ -47,8 +47,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -248,6 +250,11 @@ def start_profile(args: argparse.Namespace, pid: int, seconds: float) -> subproc
     )  # fmt: skip
 
 
+def _last_line(record: dict[str, Any]) -> str:
+    lines = str(record.get("exception") or record.get("error") or "").splitlines()
+    return lines[-1] if lines else ""
+
+
 def greywind(name: str, workdir: Path, model: ModelProcess, env: dict[str, str], script: Path) -> Target:
     return Target(
         name,
@@ -319,8 +326,10 @@ async def run(args: argparse.Namespace) -> int:
                     continue
                 errors = [r for r in target.process.records() if r.get("level") in ("error", "critical")]
                 if errors:
-                    first = json.dumps(errors[0], ensure_ascii=False)[:300]
-                    print(f"{target.name} logged {len(errors)} errors; first: {first}")
+                    kinds = Counter(f"{r.get('event')}: {_last_line(r)}"[:160] for r in errors)
+                    print(f"{target.name} logged {len(errors)} errors:")
+                    for kind, count in kinds.most_common(5):
+                        print(f"  {count:>5}  {kind}")
     return 0
 
 
