@@ -195,8 +195,8 @@ def spans_line(name: str, values: list[float], wanted: int) -> str:
 
 
 def report(args: argparse.Namespace, targets: list[Target], took: float) -> None:
-    bare = next(t for t in targets if t.model is None)
-    wanted = len(bare.posted)
+    bare = next((t for t in targets if t.model is None), None)
+    wanted = len(targets[0].posted)
     print(
         f"stream: {args.messages:,} messages in {args.groups} groups in {took:.1f} s "
         f"= {args.messages / took:,.0f} msg/s, {wanted} @ (one in {args.at_every})"
@@ -231,7 +231,7 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> None
             + f"; at the end {rss_mb(target.pid):.0f}"
         )
     for target in targets:
-        if target is not bare and per_message[bare.name]:
+        if bare is not None and target is not bare and per_message[bare.name]:
             ratio = per_message[target.name] / per_message[bare.name]
             print(f"CPU per message, {target.name} / {bare.name}: {ratio:.2f}x  (target <= 1.3x)")
 
@@ -289,7 +289,8 @@ async def run(args: argparse.Namespace) -> int:
         bare = Target(
             "bare NoneBot", BotProcess(tmp / "bare", env=env, script=ROOT / "bench" / "bare_bot.py")
         )
-        targets.append(bare)
+        if not args.no_bare:
+            targets.append(bare)
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, log level {args.log_level}")
         try:
             for target in targets:
@@ -341,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--at-every", type=int, default=100, help="one message in this many is an @")
     parser.add_argument(
         "--mention-every", type=int, default=50, help="one message in this many names the bot mid-text"
+    )
+    parser.add_argument(
+        "--no-bare", action="store_true", help="leave the bare bot out (a soak past what it keeps up with)"
     )
     parser.add_argument("--soak", action="store_true", help="60,000 messages")
     parser.add_argument("--log-level", default="WARNING", help="both bots' LOG_LEVEL")
