@@ -268,7 +268,10 @@ def main() -> int:
     from plugins.greywind.frame_lanes import LaneRules
     from plugins.greywind.gateway import use_runtime
     from plugins.greywind.onebot_guard import GuardedAdapter
+    from plugins.greywind.validation_cache import install as keep_type_adapters
     from runtime.app import build_runtime
+
+    keep_type_adapters()  # NoneBot's per-event validation, without a new pydantic schema each time
 
     use_runtime(build_runtime)
 

@@ -270,10 +270,10 @@ class Counts:
 
 
 async def bot_counts(peer: OneBotPeer) -> Counts:
-    """The bot's own counts, from ``/status`` asked in private (a long status comes in parts)."""
+    """The bot's own counts, from ``/status full`` asked in private (a long status comes in parts)."""
     before = len(peer.calls)
     await peer.post_raw(
-        json.dumps(ob.private_message(self_id=SELF_ID, user_id=ADMIN, message=[ob.text("/status")]))
+        json.dumps(ob.private_message(self_id=SELF_ID, user_id=ADMIN, message=[ob.text("/status full")]))
     )
     await peer.wait_for_call(
         "send_private_msg", lambda call: _INGESTED.search(call.text) is not None, after=before, within=300

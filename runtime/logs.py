@@ -11,9 +11,12 @@ subsystem (``structlog.get_logger("greywind.outbound")``) and bind their context
   (the OneBot access token, model API keys) is masked wherever it appears in any string, including
   NoneBot's own log lines (its DEBUG start-up line prints the whole config, token included).
 * **NoneBot.** NoneBot and uvicorn log through loguru; :func:`route_loguru` replaces loguru's handlers
-  with one that forwards to structlog, so the process writes one format. NoneBot's two lines per
-  matcher run ("Event will be handled by …", "… running complete") are dropped unless the level is
-  DEBUG: the bot's own lines say what happened to a message.
+  with one that forwards to structlog, so the process writes one format. NoneBot's line for every
+  event it receives ("OneBot V11 … | [message.group.normal]: Message …", at SUCCESS) and its two
+  lines per matcher run ("Event will be handled by …", "… running complete") are dropped unless the
+  level is DEBUG: the bot's own lines say what happened to a message, and rendering a line per
+  message cost about as much as NoneBot's handling of it. The filter runs before anything is
+  formatted or rendered.
 * **Shutdown.** Once :func:`note_shutdown` is called (the edge does, on SIGTERM or Ctrl-C), NoneBot's
   "WebSocket ... closed by peer" warning is an info line: the server closing its connections on the
   way out is not a fault.
@@ -59,6 +62,8 @@ def note_shutdown() -> None:
 
 # NoneBot's two INFO lines per matcher run.
 _MATCHER_LINE = re.compile(r"^Event will be handled by |running complete$")
+# NoneBot's SUCCESS line for every event received: "<adapter> <self id> | [message.group.normal]: ...".
+_EVENT_LINE = re.compile(r" \| \[(?:message|notice|request)\.")
 _LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
 
@@ -174,12 +179,12 @@ def route_loguru(redactor: Redactor, *, level: str = "INFO") -> None:
         getattr(target, method)(redactor.mask(str(record["message"])), **fields)
 
     def wanted(record: Any) -> bool:
-        return not (
-            threshold > _LEVELS["DEBUG"]
-            and record["level"].no <= _LEVELS["INFO"]
-            and str(record["name"]).startswith("nonebot")
-            and _MATCHER_LINE.search(record["message"]) is not None
-        )
+        if threshold <= _LEVELS["DEBUG"] or not str(record["name"]).startswith("nonebot"):
+            return True
+        level = record["level"].no
+        if level <= _LEVELS["INFO"]:
+            return _MATCHER_LINE.search(record["message"]) is None
+        return level != _LEVELS["SUCCESS"] or _EVENT_LINE.search(record["message"]) is None
 
     loguru_logger.remove()
     # The level given to loguru too, so records below it are dropped before they are formatted

@@ -47,7 +47,7 @@ from plugins.greywind.gateway import (
 )
 from plugins.greywind.journal import JOURNAL_DIR, InboundJournal, JournalKey, JournalStatistics
 from plugins.greywind.journal_replay import JournalReplay, event_key
-from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor, LoopLagStatistics
+from plugins.greywind.looplag import CollectorPauses, CollectorTuning, LoopLagMonitor, LoopLagStatistics
 from plugins.greywind.notices import apply_to_gates, interpret_notice
 from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics, GuardedAdapter
 from plugins.greywind.outbound import (
@@ -165,6 +165,7 @@ class Edge:
         self.addressed = AddressedWork()
         self.loop_lag = LoopLagMonitor()
         self.collector = CollectorPauses()
+        self.collector_tuning = CollectorTuning()
         self.context = EdgeContext(
             config=config,
             config_path=config_path,
@@ -217,8 +218,6 @@ class Edge:
         await task_group.__aenter__()
         self._task_group = task_group
         self.dispatcher.start(task_group)
-        task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
-        self.collector.install()
         await self.gateway.start(_LocalFailures(task_group))  # type: ignore[arg-type]
         if self.journal is not None:
             # Before serving: what an earlier run read but did not store reaches the runtime first.
@@ -230,7 +229,16 @@ class Edge:
             FrameGuard.on_event_frame = self.journal.append
             GuardedAdapter.on_not_a_message = self.journal.settle_frame
             task_group.start_soon(self._retire_journal, name="greywind-journal")
-        log.info("edge_started", shadow_mode=self.shadow_mode, data_dir=str(self.context.data_dir))
+        self.collector_tuning.apply()  # start-up is done: what it built lives as long as the process
+        # Stalls and collections from here on, while serving (start-up's one collection is not one).
+        task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
+        self.collector.install()
+        log.info(
+            "edge_started",
+            shadow_mode=self.shadow_mode,
+            data_dir=str(self.context.data_dir),
+            frozen_objects=self.collector_tuning.frozen,
+        )
 
     def announce_ready(self, listen: str) -> None:
         """The one start banner: where the bot listens, which model speaks, whether it may, in which
@@ -262,6 +270,7 @@ class Edge:
         """Stop taking messages, let queued ones finish (briefly), stop the gateway, end the task group."""
         self.dispatcher.close()
         self.collector.uninstall()
+        self.collector_tuning.undo()
         with anyio.move_on_after(self._stop_grace):
             await self.dispatcher.wait_idle()
         try:

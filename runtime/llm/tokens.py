@@ -10,7 +10,8 @@ vocabulary at run time and fails offline):
   three; punctuation and other symbols one each, characters outside the BMP (emoji) two; whitespace
   nothing;
 - a message adds ``message_overhead`` (role and separators); a request adds ``reply_priming``, plus
-  the tool schemas' JSON.
+  the tool schemas' JSON. A long text (the persona, the tool schemas' JSON, which come back on every
+  request) is counted once and its count kept (a few hundred at most).
 
 Each answer's ``usage.prompt_tokens`` is fed back (``observe``) as the ratio actual / raw estimate for
 that model; a running average of it, bounded to [``floor``, ``ceiling``], scales later estimates. The
@@ -46,6 +47,9 @@ _RUNS = re.compile(
     r"|(?P<alpha>[A-Za-z]+)|(?P<digit>[0-9]+)|(?P<space>\s+)|(?P<other>.)",
     re.DOTALL,
 )
+# Texts at least this long have their counts kept (per estimator), at most this many at once.
+_KEEP_FROM_CHARS = 512
+_KEEP_COUNTS = 256
 
 
 def _content_text(content: Any) -> str:
@@ -95,11 +99,23 @@ class TokenEstimator:
         self.min_sample_tokens = min_sample_tokens
         self._factors: dict[str, tuple[float, int]] = {}
         self._observations = 0
+        # Long texts come back on every request (the persona, the tool schemas): counted once.
+        self._counted: dict[str, int] = {}
         self._ignored = 0
 
     # -- raw counts ----------------------------------------------------------------------------------
 
     def count_text(self, text: str) -> int:
+        if len(text) < _KEEP_FROM_CHARS:
+            return self._count(text)
+        kept = self._counted.get(text)
+        if kept is None:
+            if len(self._counted) >= _KEEP_COUNTS:
+                self._counted.clear()
+            kept = self._counted[text] = self._count(text)
+        return kept
+
+    def _count(self, text: str) -> int:
         total = 0.0
         for match in _RUNS.finditer(text):
             kind = match.lastgroup

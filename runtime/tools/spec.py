@@ -5,14 +5,20 @@ A tool's arguments are described either by a pydantic model (``args_model``; the
 validated instance) or by a plain JSON schema (``parameters``; the tool receives a ``dict`` checked
 against the subset of JSON schema in ``runtime.tools._schema``). Either way the registry exports an
 OpenAI tool schema for it and rejects bad arguments with a message the model can act on.
+
+A model's JSON schema is generated once per model class and kept as text (pydantic builds it anew on
+every ``model_json_schema()`` call, and every model request carries every tool's schema); each caller
+gets its own copy, so one that edits it changes nothing for the next.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -97,9 +103,8 @@ class ToolSpec:
     def json_schema(self) -> dict[str, Any]:
         """The arguments as a JSON schema object (always ``"type": "object"``)."""
         if self.args_model is not None:
-            schema = self.args_model.model_json_schema()
-            schema.pop("title", None)
-            return schema
+            loaded: dict[str, Any] = json.loads(_model_schema(self.args_model))
+            return loaded
         if self.parameters is not None:
             return dict(self.parameters)
         return {"type": "object", "properties": {}, "additionalProperties": False}
@@ -114,6 +119,13 @@ class ToolSpec:
                 "parameters": self.json_schema(),
             },
         }
+
+
+@cache
+def _model_schema(model: type[BaseModel]) -> str:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return json.dumps(schema, ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)

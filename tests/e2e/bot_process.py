@@ -50,8 +50,10 @@ class BotProcess:
         data_dir: Path | None = None,
         port: int | None = None,
         start_timeout: float = 30.0,
+        script: Path | None = None,
     ) -> None:
         self.workdir = workdir
+        self.script = script or ROOT / "bot.py"  # another NoneBot entry point (a benchmark's reference bot)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.data_dir = data_dir or workdir / "data"
@@ -94,7 +96,7 @@ class BotProcess:
     def start(self) -> BotProcess:
         self._log_file = self.log_path.open("ab")
         self._proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "bot.py")],
+            [sys.executable, str(self.script)],
             cwd=self.workdir,
             env=self.environment(),
             stdout=self._log_file,

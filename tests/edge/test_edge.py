@@ -422,3 +422,23 @@ async def test_why_quoting_a_message_explains_that_message(tmp_path: Path) -> No
     chat = f"qq:{SELF_ID}:group:{GROUP}"
     assert gateway.why.asked == [(chat, "77"), (chat, "5"), (chat, None)]
     assert bot.texts() == ["消息 77", "消息 5", "消息 None"]
+
+
+@pytest.mark.anyio
+async def test_the_collector_is_tuned_while_serving_and_put_back_at_stop(tmp_path: Path) -> None:
+    import gc
+
+    before = gc.get_threshold()
+    edge = build_edge(tmp_path)
+    await edge.start()
+    try:
+        assert edge.collector_tuning.applied
+        assert gc.get_freeze_count() > 0
+        # Start-up's own collection (before serving) is not counted as a pause of the chats.
+        assert edge.collector.full == 0
+        gc.collect()
+        assert edge.collector.full == 1
+    finally:
+        await edge.stop()
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0

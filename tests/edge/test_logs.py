@@ -72,7 +72,7 @@ def test_nonebot_loguru_lines_are_routed_and_masked(stream: io.StringIO) -> None
 
 
 @pytest.mark.parametrize(("level", "kept"), [("INFO", ["Received message"]), ("DEBUG", None)])
-def test_nonebot_matcher_lines_are_dropped_unless_debugging(
+def test_nonebot_event_and_matcher_lines_are_dropped_unless_debugging_and_warnings_stay(
     stream: io.StringIO, level: str, kept: list[str] | None
 ) -> None:
     from loguru import logger
@@ -84,13 +84,23 @@ def test_nonebot_matcher_lines_are_dropped_unless_debugging(
         "nonebot.internal.matcher.matcher": "Matcher(type='message') running complete",
         "nonebot.adapters.onebot.v11": "Received message",
     }
+    # NoneBot's line per event received, at SUCCESS; a SUCCESS line of another kind stays.
+    received = "OneBot V11 10000 | [message.group.normal]: Message 1000 from 42@[群:700001] '在吗'"
     try:
         for source, text in lines_by_source.items():
             logger.patch(lambda record, source=source: record.update(name=source)).info(text)
+        logger.patch(lambda record: record.update(name="nonebot.message")).opt(colors=True).success(
+            f"<m>{received.split(' | ')[0]}</m> | {received.split(' | ')[1]}"
+        )
+        logger.patch(lambda record: record.update(name="nonebot")).success("Running NoneBot...")
+        logger.patch(lambda record: record.update(name="nonebot")).warning("[message.group] a warning")
     finally:
         logger.remove()
     events = [r["event"] for r in lines(stream)]
-    assert events == (kept if kept is not None else list(lines_by_source.values()))
+    everything = [*lines_by_source.values(), received, "Running NoneBot...", "[message.group] a warning"]
+    assert events == (
+        [*kept, "Running NoneBot...", "[message.group] a warning"] if kept is not None else everything
+    )
 
 
 def test_the_console_format_shows_local_time(stream: io.StringIO, monkeypatch: pytest.MonkeyPatch) -> None:

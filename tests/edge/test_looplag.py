@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from plugins.greywind.looplag import CollectorPauses, LoopLagMonitor
+from plugins.greywind.looplag import CollectorPauses, CollectorTuning, LoopLagMonitor
 
 
 @pytest.mark.anyio
@@ -57,3 +57,23 @@ def test_full_collections_are_counted_and_timed() -> None:
     gc.collect()  # after uninstall: not seen
     assert pauses.full == 2
     assert pauses.longest_ms > 0.0
+
+
+def test_the_collector_tuning_freezes_start_up_and_undoes_itself() -> None:
+    before = gc.get_threshold()
+    tuning = CollectorTuning(thresholds=(12_345, 11, 13))
+    kept = [object() for _ in range(10)]  # what start-up built
+    try:
+        tuning.apply()
+        tuning.apply()  # idempotent: applied once
+        assert tuning.applied
+        assert gc.get_threshold() == (12_345, 11, 13)
+        assert tuning.frozen == gc.get_freeze_count() > len(kept)
+        # What start-up built is out of the collector's walks, so a full collection is short.
+        assert gc.get_freeze_count() > len(gc.get_objects())
+    finally:
+        tuning.undo()
+        tuning.undo()
+    assert not tuning.applied
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0

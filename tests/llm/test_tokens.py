@@ -145,3 +145,15 @@ def test_ledger_prunes_old_days() -> None:
     ledger.record("group:1", "2026-11-28", prompt_tokens=5)
     assert ledger.prune("2026-11-30") == 1
     assert [e.day for e in ledger.snapshot()] == ["2026-11-28"]
+
+
+def test_a_long_text_counts_the_same_every_time_and_the_kept_counts_stay_few() -> None:
+    estimator = TokenEstimator()
+    persona = "你是灰风，一个住在群里的人。" * 60 + " Keep replies short, 1-2 sentences. 🙂" * 10
+    first = estimator.count_text(persona)
+    assert first == estimator.count_text(persona) == TokenEstimator().count_text(persona)
+    assert first == estimator._count(persona)  # the uncounted path gives the same
+    for n in range(1_000):
+        text = f"{n} " + "长" * 600
+        assert estimator.count_text(text) == estimator._count(text)
+    assert len(estimator._counted) <= 256

@@ -218,6 +218,17 @@ def test_openai_schema_shape() -> None:
     }
 
 
+def test_a_models_schema_is_pydantics_without_the_title_and_each_caller_has_its_own_copy() -> None:
+    expected = AddArgs.model_json_schema()
+    expected.pop("title")
+    first = add_tool().json_schema()
+    assert first == expected
+    first["properties"]["a"]["type"] = "string"  # a caller editing what it was given
+    first["required"].append("c")
+    assert add_tool().json_schema() == expected
+    assert add_tool().openai_schema()["function"]["parameters"] == expected
+
+
 @pytest.mark.asyncio
 async def test_statistics_count_outcomes() -> None:
     tools = ToolRegistry()

@@ -144,8 +144,8 @@ class SqliteBase:
         self._check()
 
         async def attempt() -> list[Any]:
-            async with self._reader.execute(sql, params) as cur:
-                return list(await cur.fetchall())
+            # One trip to the connection's thread (execute, fetch and close there), not three.
+            return list(await self._reader.execute_fetchall(sql, params))
 
         async with self._read_lock:
             result: list[Any] = await self._retry("read", attempt)

@@ -1,0 +1,366 @@
+"""The whole process against the platform's own cost: ``bot.py`` beside a bare NoneBot bot, one stream.
+
+Four processes on loopback: this script (two OneBot v11 peers, ``tests/e2e/onebot_peer.py``), the real
+``bot.py`` and ``bench/bare_bot.py`` (NoneBot2 + OneBot v11, one matcher answering @s at once), each
+started by ``tests/e2e/bot_process.py``, and the scripted model server of ``bench/e2e.py`` (answers at
+once; ``observe`` when the kernel joins a conversation on its own). Every frame of one stream goes to
+both bots back to back (which first alternates), so both see the same messages at the same moments
+under the same machine load:
+
+``--groups`` groups, ``--rate`` messages per second in all (Poisson arrivals, each message in a group
+drawn at random), ``--messages`` of them, one in ``--at-every`` an @ of the bot carrying a unique tag,
+one in ``--mention-every`` naming the bot inside the text (which the kernel weighs, and may answer).
+The bot runs the shipped configuration with the budgets of ``bench/e2e.py`` (forced replies unlimited,
+the account's send rate at the most the config allows); the kernel joins conversations on its own as
+it would (the model's ``observe`` answers end those episodes), and their count is printed.
+
+Printed for each bot, and their ratio:
+
+- **CPU per message**: user + system CPU (``/proc/<pid>/stat``) over the stream and until every @ was
+  answered, divided by the messages posted;
+- **@ -> first send** p50/p99: the peer posting the @ -> the peer receiving its ``send_group_msg``;
+- for ``bot.py`` also **@ -> model request** (the model server receiving the request);
+- **the longest event-loop stall** (the bots' own loop-lag monitors, read from ``/status`` and
+  ``/lag`` in private) and the **longest full garbage collection**;
+- **RSS** every tenth of the stream and at the end.
+
+``--baseline DIR`` drives a third bot, the ``bot.py`` of another tree (``git archive <commit> | tar -x
+-C DIR``), with its own model server: what a change bought, measured in one run. ``--soak`` is the
+60,000-message run (``--messages 60000``). ``--profile FILE`` records ``bot.py`` with
+py-spy (``--py-spy``, or ``py-spy`` on ``PATH``) over the stream, as collapsed stacks in ``FILE``.
+
+    .venv/bin/python bench/side_by_side.py [--rate 200] [--messages 12000] [--groups 200] [--at-every 100]
+                                            [--soak] [--profile FILE] [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._measure import percentile, rss_mb  # noqa: E402
+from bench.e2e import (  # noqa: E402
+    ADMIN,
+    CHATTER,
+    CONFIG,
+    FIRST_GROUP,
+    SELF_ID,
+    USERS,
+    ModelProcess,
+    bot_counts,
+    cpu_seconds,
+    group_frame,
+)
+from tests.e2e.bot_process import BotProcess  # noqa: E402
+from tests.e2e.onebot_peer import OneBotPeer  # noqa: E402
+from tests.support import onebot_events as ob  # noqa: E402
+
+_TAG = re.compile(r"〈(b\d+)〉")
+# The persona named inside a message, not opening it: the kernel weighs it, nothing forces an answer.
+MENTIONS = ["要不问问灰风？", "听说灰风也玩这个游戏？", "你们说灰风会怎么看", "这个灰风肯定知道吧"]
+_LAG = re.compile(r"启动以来 (\d+) ms）；完整垃圾回收 (\d+) 次，最长 (\d+) ms")
+_BARE_LAG = re.compile(r"lag worst ([\d.]+) ms; full gc (\d+), longest ([\d.]+) ms")
+
+
+@dataclass
+class Target:
+    name: str
+    process: BotProcess
+    model: ModelProcess | None = None  # a GreyWind bot's own model server
+    peer: OneBotPeer | None = None
+    posted: dict[str, float] = field(default_factory=dict)  # tag -> when the @ was posted to it
+    cpu_start: float = 0.0
+    cpu: float = 0.0
+    rss: list[float] = field(default_factory=list)
+    stall_ms: float = float("nan")
+    gc_full: int = 0
+    gc_longest_ms: float = float("nan")
+
+    @property
+    def pid(self) -> int:
+        assert self.process.pid is not None
+        return self.process.pid
+
+    def first_sends(self) -> dict[str, float]:
+        assert self.peer is not None
+        sends: dict[str, float] = {}
+        for call in self.peer.sends():
+            if (m := _TAG.search(call.text)) is not None:
+                sends.setdefault(m.group(1), call.at)
+        return sends
+
+
+def stream(args: argparse.Namespace) -> list[tuple[float, str, str | None]]:
+    """(seconds from the start, frame, tag or None) for every message, one schedule for both bots."""
+    rng = random.Random(args.seed)
+    at, out = 0.0, []
+    for n in range(1, args.messages + 1):
+        at += rng.expovariate(args.rate)
+        group = FIRST_GROUP + rng.randrange(args.groups)
+        user = rng.randrange(1, USERS)
+        if n % args.at_every == 0:
+            tag = f"b{n}"
+            message = [ob.at(SELF_ID), ob.text(f" 〈{tag}〉帮我看看这个")]
+        elif n % args.mention_every == 0:
+            tag, message = None, [ob.text(("" if n % 4 else "说真的，") + rng.choice(MENTIONS))]
+        else:
+            tag, message = None, [ob.text(rng.choice(CHATTER))]
+        out.append((at, group_frame(group, user, message), tag))
+    return out
+
+
+async def drive(args: argparse.Namespace, targets: list[Target]) -> float:
+    """Post the stream to every target; returns how long posting took."""
+    schedule = stream(args)
+    tenth = max(1, len(schedule) // 10)
+    started = time.monotonic()
+    for n, (at, frame, tag) in enumerate(schedule, 1):
+        ahead = started + at - time.monotonic()
+        if ahead > 0:
+            await asyncio.sleep(ahead)
+        order = targets if n % 2 else targets[::-1]
+        for target in order:
+            assert target.peer is not None
+            if tag is not None:
+                target.posted[tag] = time.monotonic()
+            await target.peer.post_raw(frame)
+        if n % tenth == 0:
+            for target in targets:
+                target.rss.append(rss_mb(target.pid))
+    return time.monotonic() - started
+
+
+async def wait_answered(targets: list[Target], within: float) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if all(set(t.first_sends()) >= set(t.posted) for t in targets):
+            return
+        await asyncio.sleep(0.1)
+
+
+async def read_stalls(target: Target) -> None:
+    """The longest loop stall and full collection, as the bot itself measured them."""
+    assert target.peer is not None
+    if target.model is not None:  # a GreyWind bot: its /status full
+        try:
+            counts = await asyncio.wait_for(bot_counts(target.peer), 60)
+        except TimeoutError:
+            print(f"{target.name} did not answer /status full within 60 s")
+            return
+        if (m := _LAG.search(counts.text)) is not None:
+            target.stall_ms, target.gc_full = float(m.group(1)), int(m.group(2))
+            target.gc_longest_ms = float(m.group(3))
+        return
+    before = len(target.peer.calls)
+    await target.peer.post_raw(
+        json.dumps(ob.private_message(self_id=SELF_ID, user_id=ADMIN, message=[ob.text("/lag")]))
+    )
+    try:
+        call = await target.peer.wait_for_call(
+            predicate=lambda c: _BARE_LAG.search(c.text) is not None, after=before, within=60
+        )
+    except TimeoutError:
+        print(f"{target.name} did not answer /lag within 60 s")
+        return
+    if (m := _BARE_LAG.search(call.text)) is not None:
+        target.stall_ms, target.gc_full = float(m.group(1)), int(m.group(2))
+        target.gc_longest_ms = float(m.group(3))
+
+
+def spans_line(name: str, values: list[float], wanted: int) -> str:
+    if not values:
+        return f"  {name}: no samples (0/{wanted})"
+    return (
+        f"  {name}: n={len(values)}/{wanted}  p50 {percentile(values, 0.5):.1f} ms  "
+        f"p99 {percentile(values, 0.99):.1f} ms  max {max(values):.1f} ms"
+    )
+
+
+def report(args: argparse.Namespace, targets: list[Target], took: float) -> None:
+    bare = next((t for t in targets if t.model is None), None)
+    wanted = len(targets[0].posted)
+    print(
+        f"stream: {args.messages:,} messages in {args.groups} groups in {took:.1f} s "
+        f"= {args.messages / took:,.0f} msg/s, {wanted} @ (one in {args.at_every})"
+    )
+    per_message = {}
+    for target in targets:
+        sends = target.first_sends()
+        to_send = [(sends[t] - target.posted[t]) * 1000 for t in target.posted if t in sends]
+        per_message[target.name] = target.cpu / args.messages * 1000
+        print(
+            f"{target.name}: CPU {target.cpu:.1f} s = {per_message[target.name]:.3f} ms per message; "
+            f"lost {wanted - len(to_send)} of {wanted} @"
+        )
+        print(spans_line("@ -> first send", to_send, wanted))
+        if target.model is not None:
+            requests: dict[str, float] = {}
+            records = target.model.records()
+            for line in records:
+                if line["tag"] is not None:
+                    requests.setdefault(line["tag"], line["received"])
+            to_model = [(requests[t] - target.posted[t]) * 1000 for t in target.posted if t in requests]
+            print(spans_line("@ -> model request", to_model, wanted))
+            unprompted = sum(1 for line in records if line["tools"] and line["tag"] is None)
+            print(f"  model requests: {len(records)} ({unprompted} unprompted episodes it chose to join)")
+        print(
+            f"  longest event-loop stall {target.stall_ms:.0f} ms; full collections {target.gc_full}, "
+            f"longest {target.gc_longest_ms:.0f} ms"
+        )
+        print(
+            "  RSS MB by tenth of the stream: "
+            + " ".join(f"{mb:.0f}" for mb in target.rss)
+            + f"; at the end {rss_mb(target.pid):.0f}"
+        )
+    for target in targets:
+        if bare is not None and target is not bare and per_message[bare.name]:
+            ratio = per_message[target.name] / per_message[bare.name]
+            print(f"CPU per message, {target.name} / {bare.name}: {ratio:.2f}x  (target <= 1.3x)")
+
+
+def start_profile(args: argparse.Namespace, pid: int, seconds: float) -> subprocess.Popen[bytes] | None:
+    if args.profile is None:
+        return None
+    spy = args.py_spy or shutil.which("py-spy")
+    if spy is None:
+        print("no py-spy: pass --py-spy PATH")
+        return None
+    return subprocess.Popen(
+        [spy, "record", "-p", str(pid), "-d", str(int(seconds) + 1), "-r", "200", "-f", "raw", "--gil",
+         "-o", str(args.profile), "--nonblocking"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _last_line(record: dict[str, Any]) -> str:
+    lines = str(record.get("exception") or record.get("error") or "").splitlines()
+    return lines[-1] if lines else ""
+
+
+def greywind(name: str, workdir: Path, model: ModelProcess, env: dict[str, str], script: Path) -> Target:
+    return Target(
+        name,
+        BotProcess(
+            workdir,
+            config=CONFIG,
+            env={
+                **env,
+                "SUPERUSERS": f'["{ADMIN}"]',
+                "GREYWIND_LLM_BASE_URL": model.base_url,
+                "GREYWIND_LLM_MODEL": "scripted",
+                "GREYWIND_LLM_API_KEY": "sk-bench",
+            },
+            script=script,
+        ),
+        model=model,
+    )
+
+
+async def run(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as processes:
+        tmp = Path(processes.enter_context(tempfile.TemporaryDirectory(prefix="greywind-side-")))
+        env = {"LOG_LEVEL": args.log_level}
+        model = processes.enter_context(ModelProcess(tmp))
+        bot = greywind("bot.py", tmp / "bot", model, env, ROOT / "bot.py")
+        targets = [bot]
+        if args.baseline is not None:
+            (tmp / "baseline-model").mkdir()
+            second = processes.enter_context(ModelProcess(tmp / "baseline-model"))
+            name = f"bot.py of {args.baseline}"
+            targets.append(greywind(name, tmp / "baseline", second, env, args.baseline / "bot.py"))
+        bare = Target(
+            "bare NoneBot", BotProcess(tmp / "bare", env=env, script=ROOT / "bench" / "bare_bot.py")
+        )
+        if not args.no_bare:
+            targets.append(bare)
+        print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, log level {args.log_level}")
+        try:
+            for target in targets:
+                target.process.start()
+                print(f"{target.name}: pid {target.pid}, RSS at start {rss_mb(target.pid):.0f} MB")
+            async with contextlib.AsyncExitStack() as stack:
+                for target in targets:
+                    target.peer = await stack.enter_async_context(
+                        OneBotPeer(target.process.ws_url, self_id=SELF_ID)
+                    )
+                await asyncio.sleep(1.5)  # registered by every bot
+                for target in targets:
+                    target.rss.append(rss_mb(target.pid))
+                    target.cpu_start = cpu_seconds(target.pid)
+                spy = start_profile(args, bot.pid, args.messages / args.rate)
+                print(f"streaming {args.messages:,} messages at {args.rate:,.0f}/s ...")
+                took = await drive(args, targets)
+                print(f"posted in {took:.1f} s; waiting for the last answers ...")
+                await wait_answered(targets, within=args.answer_within)
+                for target in targets:
+                    target.cpu = cpu_seconds(target.pid) - target.cpu_start
+                if spy is not None:
+                    spy.wait(30)
+                for target in targets:
+                    await read_stalls(target)
+                report(args, targets, took)
+                print(f"load average {os.getloadavg()[0]:.2f}")
+        finally:
+            for target in targets:
+                with contextlib.suppress(Exception):
+                    target.process.stop(timeout=60)
+                target.process.kill()
+                if target.model is None:
+                    continue
+                errors = [r for r in target.process.records() if r.get("level") in ("error", "critical")]
+                if errors:
+                    kinds = Counter(f"{r.get('event')}: {_last_line(r)}"[:160] for r in errors)
+                    print(f"{target.name} logged {len(errors)} errors:")
+                    for kind, count in kinds.most_common(5):
+                        print(f"  {count:>5}  {kind}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--groups", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=200.0, help="messages per second, all groups")
+    parser.add_argument("--messages", type=int, default=12_000)
+    parser.add_argument("--at-every", type=int, default=100, help="one message in this many is an @")
+    parser.add_argument(
+        "--mention-every", type=int, default=50, help="one message in this many names the bot mid-text"
+    )
+    parser.add_argument(
+        "--no-bare", action="store_true", help="leave the bare bot out (a soak past what it keeps up with)"
+    )
+    parser.add_argument("--soak", action="store_true", help="60,000 messages")
+    parser.add_argument("--log-level", default="WARNING", help="both bots' LOG_LEVEL")
+    parser.add_argument("--profile", type=Path, help="py-spy's collapsed stacks of bot.py, here")
+    parser.add_argument("--py-spy", help="the py-spy executable")
+    parser.add_argument(
+        "--baseline", type=Path, help="also drive the bot.py of this tree (another version), same stream"
+    )
+    parser.add_argument("--answer-within", type=float, default=30.0, help="seconds to wait for the last @s")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    if args.soak:
+        args.messages = 60_000
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
