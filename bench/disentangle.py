@@ -35,12 +35,14 @@ throughput (median of several runs) over every file read.
 
     .venv/bin/python bench/disentangle.py [--split dev|train|train-held-out|new-domains|all]
                                           [--data DIR] [--out FILE] [--config FILE]
+                                          [--scorer signals|learned]
                                           [--mentions anywhere|prefix] [--baseline previous]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 import statistics
@@ -511,6 +513,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--config", type=Path, help="a GreyWind TOML config to take [threads] from (default: the defaults)"
     )
     parser.add_argument("--out", type=Path, help="write clusters here, one conversation a line")
+    parser.add_argument(
+        "--scorer", choices=["signals", "learned"], help="override [threads] scorer (default: the config's)"
+    )
     parser.add_argument("--baseline", choices=["previous"], help="score only a baseline, not the tracker")
     parser.add_argument(
         "--mentions",
@@ -530,8 +535,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = split_files(args.split)
     config = load_config(args.config) if args.config else parse_config({})
     settings = bot_thread_settings(config)
+    if args.scorer:
+        settings = dataclasses.replace(settings, scorer=args.scorer)
     anywhere = args.mentions == "anywhere"
-    source = args.config or "default [threads] config"
+    source = f"{args.config or 'default [threads] config'}, scorer {settings.scorer}"
     name = f"baseline {args.baseline}" if args.baseline else f"ThreadTracker ({source})"
     print(f"{name}, mentions: {args.mentions}; 'previous' = every message linked to the one before it")
     print(HEADER)
