@@ -9,12 +9,13 @@ weights), asking the tracker at every scored message for its options' features
 (``ThreadTracker.link_features``). The answer is the option holding the message's gold
 conversation, or "new" when the message starts one or its conversation is no longer a candidate.
 The model is a softmax over the options (multinomial logistic regression with an L2 penalty), fitted
-by full-batch Adam in numpy; a second round replays the context with the first round's weights.
+by full-batch Adam in numpy. ``--rounds 2`` replays the context with the first round's weights (it
+scored no better on the held-out files than one round, which is the default).
 
 The files of ``bench/disentangle.py``'s train-held-out set are never read here: they are reported
 there, with the dev split and new-domains, which are not read here either.
 
-    .venv/bin/python bench/train_links.py [--rounds 1] [--steps 300] [--l2 1e-4] [--out FILE]
+    .venv/bin/python bench/train_links.py [--rounds 1] [--steps 800] [--l2 1e-5] [--out FILE]
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from runtime.kernel._links import FEATURES, TABLES
 from runtime.kernel.threads import RestoredMessage, ThreadSettings, ThreadTracker
 
 OUT = Path(__file__).resolve().parents[1] / "runtime" / "kernel" / "link_weights.json"
-WIDTH = 8  # features per option (the "new" option's fewer are padded with a weight held at 0)
 
 Example = tuple[list[tuple[int, ...]], int]  # every option's features, the answer's index
 
@@ -108,12 +108,14 @@ def examples(
 
 def fit(data: Sequence[Example], steps: int, l2: float, rate: float = 0.05) -> np.ndarray:
     """Softmax regression over each example's options; returns the FEATURES weights."""
+    # Every option padded to the widest with a feature whose weight is held at 0 ("new" has fewer).
+    width = max(len(option) for features, _ in data for option in features)
     rows: list[tuple[int, ...]] = []
     owner: list[int] = []
     answer: list[float] = []
     for number, (features, target) in enumerate(data):
         for index, option in enumerate(features):
-            rows.append(option + (FEATURES,) * (WIDTH - len(option)))
+            rows.append(option + (FEATURES,) * (width - len(option)))
             owner.append(number)
             answer.append(1.0 if index == target else 0.0)
     f = np.array(rows, dtype=np.int64)
@@ -129,7 +131,7 @@ def fit(data: Sequence[Example], steps: int, l2: float, rate: float = 0.05) -> n
         e = np.exp(scores - top)
         z = np.add.reduceat(e, starts)[seg]
         p = e / z
-        grad = np.bincount(f.ravel(), weights=np.repeat(p - y, WIDTH), minlength=FEATURES + 1)
+        grad = np.bincount(f.ravel(), weights=np.repeat(p - y, width), minlength=FEATURES + 1)
         grad = grad / len(data) + l2 * w
         grad[FEATURES] = 0.0
         m = 0.9 * m + 0.1 * grad
@@ -145,8 +147,8 @@ def fit(data: Sequence[Example], steps: int, l2: float, rate: float = 0.05) -> n
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1, help="fits; each later one replays with the last")
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--l2", type=float, default=1e-4)
+    parser.add_argument("--steps", type=int, default=800)
+    parser.add_argument("--l2", type=float, default=1e-5)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from runtime.kernel.message import ChatMessage
     from runtime.kernel.threads import ThreadSettings
 
-__all__ = ["FEATURES", "TABLES", "LinkChoice", "choose_link", "link_options", "load_weights"]
+__all__ = ["FEATURES", "TABLES", "LinkChoice", "asks", "choose_link", "link_options", "load_weights"]
 
 # Bucket edges (seconds, counts, shares): a value falls in bucket bisect_right(edges, value).
 IDLE_EDGES = (30.0, 90.0, 150.0, 270.0, 450.0, 900.0, 1_500.0)  # 8 buckets
@@ -49,6 +49,8 @@ SIZE_EDGES = (2, 3, 5, 10, 20, 50)  # 7 buckets
 SHARE_EDGES = (0.15, 0.3, 0.6)  # 4 buckets of a hit share above 0
 LIVE_EDGES = (1, 2, 3, 5)  # 5 buckets
 RANKS = 7  # ranks 1..6, then 7 and beyond
+DISTANCE_EDGES = (2, 3, 4, 6, 11, 21)  # messages since the thread's latest: 7 buckets
+HIT_EDGES = (0.5, 1.0, 2.0, 4.0)  # summed rarity of the shared words: 5 buckets above 0
 
 _IDLE = len(IDLE_EDGES) + 1
 _AGE = len(AGE_EDGES) + 1
@@ -67,9 +69,15 @@ TABLES: tuple[tuple[str, int, int, str], ...] = (
     ("idle_terms", _IDLE, 2 + len(SHARE_EDGES) + 1, "terms"),
     ("idle_size", _IDLE, len(SIZE_EDGES) + 1, "recent"),
     ("mention_terms", 5, 2 + len(SHARE_EDGES) + 1, "mention"),
+    ("idle_distance", _IDLE, len(DISTANCE_EDGES) + 1, "recent"),
+    # the thread's latest message asked something (2) x the speaker spoke it (2) x a question now (2)
+    ("idle_question", _IDLE, 8, "recent"),
+    ("idle_hits", _IDLE, 1 + len(HIT_EDGES) + 1, "terms"),
+    ("speaker_mention", 2 + _AGE, 5, "speaker"),
+    ("idle_people", _IDLE, 4, "recent"),  # people in the thread: 1, 2, 3, 4 or more
     ("new_gap_mention_terms", _IDLE, 4, "new"),
     ("new_live", len(LIVE_EDGES) + 1, 1, "new"),
-    ("new_own_mention", 1 + _AGE, 2, "new"),
+    ("new_own_mention", 1 + _AGE, 4, "new"),  # x an @ (2) x a question (2)
 )
 _OFFSETS: dict[str, int] = {}
 _REASONS: list[str] = []
@@ -87,6 +95,11 @@ FEATURES = len(_REASONS)
     _IDLE_TERMS,
     _IDLE_SIZE,
     _MENTION_TERMS,
+    _IDLE_DISTANCE,
+    _IDLE_QUESTION,
+    _IDLE_HITS,
+    _SPEAKER_MENTION,
+    _IDLE_PEOPLE,
     _NEW_GAP,
     _NEW_LIVE,
     _NEW_OWN,
@@ -97,6 +110,8 @@ _C_SPEAKER = _COLS["idle_speaker"]
 _C_ADDRESSED = _COLS["idle_addressed"]
 _C_TERMS = _COLS["idle_terms"]
 _C_SIZE = _COLS["idle_size"]
+_C_DISTANCE = _COLS["idle_distance"]
+_C_HITS = _COLS["idle_hits"]
 
 
 def load_weights() -> tuple[float, ...]:
@@ -117,6 +132,12 @@ class LinkChoice:
     def __init__(self, threads: list[ThreadState], features: list[tuple[int, ...]]) -> None:
         self.threads = threads
         self.features = features
+
+
+def asks(text: str, max_chars: int) -> bool:
+    """Whether the message asks something: a question mark in its first ``max_chars`` characters."""
+    head = text if len(text) <= max_chars else text[:max_chars]
+    return "?" in head or "？" in head
 
 
 def link_options(
@@ -172,6 +193,8 @@ def link_options(
 
     features: list[tuple[int, ...]] = []
     gap = s.gap
+    seq = chat.seq + 1  # this message's number
+    asking = 1 if asks(message.text, s.max_feature_chars) else 0
     live = 0
     for rank, thread in enumerate(candidates):
         idle = now - thread.last_at
@@ -190,10 +213,15 @@ def link_options(
         else:
             mention = 0
         if not terms:
-            term = 0
+            term = hit_bucket = 0
         else:
             hit = hits.get(thread.bit)
-            term = 1 if hit is None else 2 + bisect_right(SHARE_EDGES, hit / total)
+            if hit is None:
+                term, hit_bucket = 1, 0
+            else:
+                term = 2 + bisect_right(SHARE_EDGES, hit / total)
+                hit_bucket = 1 + bisect_right(HIT_EDGES, hit)
+        question = (4 if thread.last_question else 0) + 2 * last + asking
         features.append(
             (
                 _IDLE_RANK + i * _C_RANK + (rank if rank < ranked and rank < RANKS else RANKS - 1),
@@ -204,6 +232,11 @@ def link_options(
                 _IDLE_TERMS + i * _C_TERMS + term,
                 _IDLE_SIZE + i * _C_SIZE + bisect_right(SIZE_EDGES, thread.count),
                 _MENTION_TERMS + mention * _C_TERMS + term,
+                _IDLE_DISTANCE + i * _C_DISTANCE + bisect_right(DISTANCE_EDGES, seq - thread.last_seq),
+                _IDLE_QUESTION + i * 8 + question,
+                _IDLE_HITS + i * _C_HITS + hit_bucket,
+                _SPEAKER_MENTION + speaker * 5 + mention,
+                _IDLE_PEOPLE + i * 4 + min(max(len(participants), 1), 4) - 1,
             )
         )
     silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1
@@ -211,7 +244,7 @@ def link_options(
         (
             _NEW_GAP + silence * 4 + (2 if named else 0) + (1 if terms else 0),
             _NEW_LIVE + bisect_right(LIVE_EDGES, live),
-            _NEW_OWN + (1 + own_age) * 2 + (1 if named else 0),
+            _NEW_OWN + (1 + own_age) * 4 + (2 if named else 0) + asking,
         )
     )
     return LinkChoice(candidates, features)

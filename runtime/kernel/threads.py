@@ -46,7 +46,7 @@ from runtime.kernel._chatstate import (
     remember,
 )
 from runtime.kernel._features import extract_terms
-from runtime.kernel._links import choose_link, link_options, load_weights
+from runtime.kernel._links import asks, choose_link, link_options, load_weights
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.message import ChatMessage
@@ -386,6 +386,10 @@ class ThreadTracker:
             threads[thread_id] = threads.pop(thread_id)
         if now > chat.last_at:
             chat.last_at = now
+        if self._learned:
+            chat.seq += 1
+            thread.last_seq = chat.seq
+            thread.last_question = asks(message.text, s.max_feature_chars)
         messages = chat.messages
         known = len(messages)
         messages[message_id] = (thread.id, sender)
