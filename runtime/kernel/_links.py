@@ -114,6 +114,28 @@ _C_DISTANCE = _COLS["idle_distance"]
 _C_HITS = _COLS["idle_hits"]
 
 
+# Per idle bucket, where its row starts in each idle-crossed table (in the order link_options uses).
+_ROWS = tuple(
+    tuple(
+        start + i * cols
+        for start, cols in (
+            (_IDLE_RANK, _C_RANK),
+            (_IDLE_SPEAKER, _C_SPEAKER),
+            (_IDLE_LAST, 2),
+            (_IDLE_ADDRESSED, _C_ADDRESSED),
+            (_IDLE_MENTION, 5),
+            (_IDLE_TERMS, _C_TERMS),
+            (_IDLE_SIZE, _C_SIZE),
+            (_IDLE_DISTANCE, _C_DISTANCE),
+            (_IDLE_QUESTION, 8),
+            (_IDLE_HITS, _C_HITS),
+            (_IDLE_PEOPLE, 4),
+        )
+    )
+    for i in range(_IDLE)
+)
+
+
 def load_weights() -> tuple[float, ...]:
     """The shipped weights, checked against the layout (a stale file is an error, not a guess)."""
     text = resources.files("runtime.kernel").joinpath("link_weights.json").read_text(encoding="utf-8")
@@ -200,7 +222,7 @@ def link_options(
         idle = now - thread.last_at
         if idle < gap:
             live += 1
-        i = bisect_right(IDLE_EDGES, idle)
+        rows = _ROWS[bisect_right(IDLE_EDGES, idle)]
         tid = thread.id
         participants = thread.participants
         speaker = 2 + own_age if tid == own_thread else 1 if sender in participants else 0
@@ -209,7 +231,11 @@ def link_options(
         if named:
             mention = spoke_in.get(tid, 0)
             if mention == 0:
-                mention = 2 if any(user in participants for user in named) else 1
+                mention = 1
+                for user in named:
+                    if user in participants:
+                        mention = 2
+                        break
         else:
             mention = 0
         if not terms:
@@ -221,22 +247,22 @@ def link_options(
             else:
                 term = 2 + bisect_right(SHARE_EDGES, hit / total)
                 hit_bucket = 1 + bisect_right(HIT_EDGES, hit)
-        question = (4 if thread.last_question else 0) + 2 * last + asking
+        people = len(participants)
         features.append(
             (
-                _IDLE_RANK + i * _C_RANK + (rank if rank < ranked and rank < RANKS else RANKS - 1),
-                _IDLE_SPEAKER + i * _C_SPEAKER + speaker,
-                _IDLE_LAST + i * 2 + last,
-                _IDLE_ADDRESSED + i * _C_ADDRESSED + addressed,
-                _IDLE_MENTION + i * 5 + mention,
-                _IDLE_TERMS + i * _C_TERMS + term,
-                _IDLE_SIZE + i * _C_SIZE + bisect_right(SIZE_EDGES, thread.count),
+                rows[0] + (rank if rank < ranked and rank < RANKS else RANKS - 1),
+                rows[1] + speaker,
+                rows[2] + last,
+                rows[3] + addressed,
+                rows[4] + mention,
+                rows[5] + term,
+                rows[6] + bisect_right(SIZE_EDGES, thread.count),
                 _MENTION_TERMS + mention * _C_TERMS + term,
-                _IDLE_DISTANCE + i * _C_DISTANCE + bisect_right(DISTANCE_EDGES, seq - thread.last_seq),
-                _IDLE_QUESTION + i * 8 + question,
-                _IDLE_HITS + i * _C_HITS + hit_bucket,
+                rows[7] + bisect_right(DISTANCE_EDGES, seq - thread.last_seq),
+                rows[8] + (4 if thread.last_question else 0) + 2 * last + asking,
+                rows[9] + hit_bucket,
                 _SPEAKER_MENTION + speaker * 5 + mention,
-                _IDLE_PEOPLE + i * 4 + min(max(len(participants), 1), 4) - 1,
+                rows[10] + (people - 1 if 0 < people < 4 else 0 if people < 1 else 3),
             )
         )
     silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1
@@ -255,15 +281,12 @@ def choose_link(choice: LinkChoice, weights: tuple[float, ...]) -> tuple[ThreadS
     in it (its reason), and its margin over the runner-up side ("new" for a thread, the best thread
     for "new"; 0 with no candidate)."""
     features = choice.features
-    new_score = 0.0
-    for f in features[-1]:
-        new_score += weights[f]
+    look = weights.__getitem__
+    new_score = sum(map(look, features[-1]))
     best_index = -1
     best_score = float("-inf")
     for index in range(len(features) - 1):
-        total = 0.0
-        for f in features[index]:
-            total += weights[f]
+        total = sum(map(look, features[index]))
         if total > best_score:
             best_index, best_score = index, total
     if best_index < 0:
