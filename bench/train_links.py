@@ -4,23 +4,23 @@ The scorer (``runtime/kernel/_links.py``) gives every message a choice among its
 and "new", each option a handful of table features, its score the sum of their weights. Fitting
 replays every train file through a real ThreadTracker with the annotated conversations as the
 threads (teacher forcing: each annotated message goes, via ``restore``, into its gold conversation's
-thread; unannotated context lines are assigned by the tracker itself, with the previous round's
-weights), asking the tracker at every scored message for its options' features
-(``ThreadTracker.link_features``). The answer is the option holding the message's gold
-conversation, or "new" when the message starts one or its conversation is no longer a candidate.
-The model is a softmax over the options (multinomial logistic regression with an L2 penalty), fitted
-by full-batch Adam in numpy. ``--rounds 2`` replays the context with the first round's weights (it
-scored no better on the held-out files than one round, which is the default).
+thread; unannotated context lines are assigned by the tracker's signals scorer), asking the tracker
+at every scored message for its options' features (``ThreadTracker.link_features``). The answer is
+the option holding the message's gold conversation, or "new" when the message starts one or its
+conversation is no longer a candidate. The model is a softmax over the options (multinomial
+logistic regression with an L2 penalty), fitted by full-batch Adam in numpy. Deterministic: the
+same data and code give the same file.
 
 The files of ``bench/disentangle.py``'s train-held-out set are never read here: they are reported
 there, with the dev split and new-domains, which are not read here either.
 
-    .venv/bin/python bench/train_links.py [--rounds 1] [--steps 800] [--l2 1e-5] [--out FILE]
+    .venv/bin/python bench/train_links.py [--steps 800] [--l2 1e-5] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -71,9 +71,8 @@ def file_examples(
     conversation: dict[int, int],
     earlier: dict[int, list[int]],
     settings: ThreadSettings,
-    weights: tuple[float, ...] | None,
 ) -> list[Example]:
-    tracker = ThreadTracker(settings, link_weights=weights)
+    tracker = ThreadTracker(settings)
     out: list[Example] = []
     for line in log:
         message = line.message
@@ -94,15 +93,13 @@ def file_examples(
     return out
 
 
-def examples(
-    files: Sequence[Path], settings: ThreadSettings, weights: tuple[float, ...] | None
-) -> list[Example]:
+def examples(files: Sequence[Path], settings: ThreadSettings) -> list[Example]:
     out: list[Example] = []
     for path in files:
         stem = path.name[: -len(".ascii.txt")]
         log = parse_log(stem, path.read_text(encoding="utf-8", errors="replace").splitlines())
         conversation, earlier = read_links(path.with_name(f"{stem}.annotation.txt"))
-        out += file_examples(log, conversation, earlier, settings, weights)
+        out += file_examples(log, conversation, earlier, settings)
     return out
 
 
@@ -146,24 +143,22 @@ def fit(data: Sequence[Example], steps: int, l2: float, rate: float = 0.05) -> n
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=1, help="fits; each later one replays with the last")
     parser.add_argument("--steps", type=int, default=800)
     parser.add_argument("--l2", type=float, default=1e-5)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 
-    settings = bot_thread_settings()
+    # The context lines go where the signals scorer puts them (the bot's default scorer).
+    settings = dataclasses.replace(bot_thread_settings(), scorer="signals")
     files, _held_out = train_split()
-    weights: tuple[float, ...] | None = tuple(0.0 for _ in range(FEATURES))
-    for round_no in range(1, args.rounds + 1):
-        started = time.perf_counter()
-        data = examples(files, settings, weights)
-        news = sum(1 for features, target in data if target == len(features) - 1)
-        print(
-            f"round {round_no}: {len(data)} messages from {len(files)} train files"
-            f" ({news} new-conversation answers), {time.perf_counter() - started:.1f} s"
-        )
-        weights = tuple(round(float(x), 4) for x in fit(data, args.steps, args.l2))
+    started = time.perf_counter()
+    data = examples(files, settings)
+    news = sum(1 for features, target in data if target == len(features) - 1)
+    print(
+        f"{len(data)} messages from {len(files)} train files ({news} new-conversation answers),"
+        f" {time.perf_counter() - started:.1f} s"
+    )
+    weights = tuple(round(float(x), 4) for x in fit(data, args.steps, args.l2))
     layout = [[name, rows, cols] for name, rows, cols, _ in TABLES]
     payload = {"layout": layout, "weights": weights}
     args.out.write_text(json.dumps(payload, separators=(",", ":")) + "\n", encoding="utf-8")

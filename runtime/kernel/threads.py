@@ -248,7 +248,7 @@ class ThreadTracker:
     ) -> None:
         self._settings = settings or ThreadSettings()
         self._learned = self._settings.scorer == "learned"
-        # The link scorer's weights: the shipped ones unless given (the training script gives its own).
+        # The link scorer's weights: the shipped ones unless given (to compare other fits).
         self._weights = link_weights if link_weights is not None else _shipped_weights()
         self._ids = ids if ids is not None else counter_ids()
         self._chats: OrderedDict[str, ChatState] = OrderedDict()
@@ -386,10 +386,9 @@ class ThreadTracker:
             threads[thread_id] = threads.pop(thread_id)
         if now > chat.last_at:
             chat.last_at = now
-        if self._learned:
-            chat.seq += 1
-            thread.last_seq = chat.seq
-            thread.last_question = asks(message.text, s.max_feature_chars)
+        chat.seq += 1  # what the learned scorer reads of the thread's latest message
+        thread.last_seq = chat.seq
+        thread.last_question = asks(message.text, s.max_feature_chars)
         messages = chat.messages
         known = len(messages)
         messages[message_id] = (thread.id, sender)
