@@ -7,7 +7,8 @@ Corpus: the Ubuntu IRC conversation-disentanglement data of
     2019. A Large-Scale Corpus for Conversation Disentanglement. In Proceedings of ACL 2019,
     pages 3846-3856. doi:10.18653/v1/P19-1374. https://jkk.name/irc-disentanglement
 
-licensed CC BY 4.0 (used unchanged). The dev split lives in ``../shared/data/disentangle/dev``.
+licensed CC BY 4.0. The splits live in ``../shared/data/disentangle/`` (``dev``, ``train``, and the
+``new-domains`` channels of Gouravajhala et al., ALTA 2023; see its LICENSE-NOTE.md).
 
 Input (``--data DIR``, searched recursively): ``NAME.ascii.txt`` one line a message, ``[HH:MM] <nick>
 text`` (``[HH:MM]  * nick text`` for actions) or ``=== ...`` system lines; ``NAME.annotation.txt``
@@ -21,17 +22,27 @@ text`` where nick has spoken before) becomes an @-mention, as QQ's @ segment wou
 keeps the same sender id, as a QQ user id would. System lines are not chat messages: each is its own
 conversation.
 
-Printed, pooled over all files: 1 - scaled VI (100 * (1 - VI / log2 N)), one-to-one overlap
+Splits (``--split``, default ``dev``): ``dev``; ``train``, reported as the files the link scorer is
+fitted on and the fixed ``train-held-out`` files it never sees (every tenth, from the sixth); and
+``new-domains``, a row per channel (mediawiki, rust, stripe, ubuntu-meeting) and one for all four;
+``all`` is the three. Each row is pooled over its files, with the 'previous' baseline (every message
+linked to the one before it) under it: 1 - scaled VI (100 * (1 - VI / log2 N)), one-to-one overlap
 (maximum-weight one-to-one matching of clusters), exact-match precision / recall / F over clusters
-of 2+ messages, and the tracker's throughput (median of several runs).
+of 2+ messages, Loc-3 (agreement on same / different conversation for messages at most 3 apart),
+Shen F (each gold conversation's best F against a predicted one, weighted by its size), and the
+largest predicted conversation of any one file against gold's largest; then the tracker's
+throughput (median of several runs) over every file read.
 
-    .venv/bin/python bench/disentangle.py [--data DIR] [--out FILE] [--config FILE]
+    .venv/bin/python bench/disentangle.py [--split dev|train|train-held-out|new-domains|all]
+                                          [--data DIR] [--out FILE] [--config FILE]
+                                          [--scorer signals|learned]
                                           [--mentions anywhere|prefix] [--baseline previous]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 import statistics
@@ -54,6 +65,9 @@ DATA_ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "di
 # what the figures are tuned and reported on unless --data names another folder.
 DEFAULT_DATA = DATA_ROOT / "dev"
 FIRST_SCORED = 1000
+# The train split's files never fitted on (reported as train-held-out): every tenth from the sixth.
+TRAIN_HELD_OUT_START = 5
+TRAIN_HELD_OUT_EVERY = 10
 
 _MESSAGE = re.compile(r"^\[(\d\d):(\d\d)\] <([^>]+)> ?(.*)$")
 _ACTION = re.compile(r"^\[(\d\d):(\d\d)\]\s+\* (\S+) ?(.*)$")
@@ -220,6 +234,10 @@ class Scores:
     precision: float
     recall: float
     f1: float
+    loc3: float = 100.0  # Loc-3: agreement on same / different conversation, pairs at most 3 apart
+    shen_f: float = 100.0  # Shen et al. (2006): each gold cluster's best F, weighted by its size
+    largest: int = 0  # the largest predicted conversation of any one file (scored messages)
+    gold_largest: int = 0  # the largest gold conversation of any one file
 
 
 def _entropy(counts: Iterable[int], n: int) -> float:
@@ -313,6 +331,40 @@ def _one_to_one(gold: Clusters, pred: Clusters) -> int:
     return total
 
 
+def local_agreement(gold: Clusters, pred: Clusters, k: int = 3) -> tuple[int, int]:
+    """Loc-k's counts for one file: (agreeing pairs, pairs) over the messages at most ``k`` apart.
+
+    As in Kummerfeld et al. (2019), after Elsner and Charniak: for every scored message and each of
+    the ``k`` messages before it, whether gold and prediction agree on same or different
+    conversation.
+    """
+    where_gold = {m: key for key, ms in gold.items() for m in ms}
+    where_pred = {m: key for key, ms in pred.items() for m in ms}
+    order = sorted(where_gold)
+    agree = total = 0
+    for i, later in enumerate(order):
+        for earlier in order[max(0, i - k) : i]:
+            total += 1
+            same_gold = where_gold[earlier] == where_gold[later]
+            agree += same_gold == (where_pred[earlier] == where_pred[later])
+    return agree, total
+
+
+def shen_f_sum(gold: Clusters, pred: Clusters) -> float:
+    """Shen et al. (2006)'s F for one file, unnormalised: the sum over gold clusters of
+    ``size * max over predicted clusters of F(gold, predicted)`` (divide by the messages)."""
+    where_pred = {m: key for key, ms in pred.items() for m in ms}
+    pred_size = {key: len(ms) for key, ms in pred.items()}
+    total = 0.0
+    for msgs in gold.values():
+        best = 0.0
+        for key, both in Counter(where_pred[m] for m in msgs).items():
+            precision, recall = both / pred_size[key], both / len(msgs)
+            best = max(best, 2 * precision * recall / (precision + recall))
+        total += len(msgs) * best
+    return total
+
+
 def score(pairs: Sequence[tuple[Clusters, Clusters]]) -> Scores:
     """Pooled scores over (gold, predicted) cluster pairs, one pair per file."""
     n = 0
@@ -323,6 +375,9 @@ def score(pairs: Sequence[tuple[Clusters, Clusters]]) -> Scores:
     exact = 0
     gold_multi = 0
     pred_multi = 0
+    loc_agree = loc_total = 0
+    shen = 0.0
+    largest = gold_largest = 0
     for file_no, (gold, pred) in enumerate(pairs):
         if sorted(m for ms in gold.values() for m in ms) != sorted(m for ms in pred.values() for m in ms):
             raise ValueError(f"file {file_no}: gold and predicted clusters cover different messages")
@@ -339,6 +394,12 @@ def score(pairs: Sequence[tuple[Clusters, Clusters]]) -> Scores:
         exact += len(gold_sets & pred_sets)
         gold_multi += len(gold_sets)
         pred_multi += len(pred_sets)
+        agree, total = local_agreement(gold, pred)
+        loc_agree += agree
+        loc_total += total
+        shen += shen_f_sum(gold, pred)
+        largest = max(largest, max(map(len, pred.values()), default=0))
+        gold_largest = max(gold_largest, max(map(len, gold.values()), default=0))
     if n == 0:
         raise ValueError("no scored messages")
     h_joint = _entropy(joint.values(), n)
@@ -353,6 +414,10 @@ def score(pairs: Sequence[tuple[Clusters, Clusters]]) -> Scores:
         precision=100.0 * precision,
         recall=100.0 * recall,
         f1=100.0 * f1,
+        loc3=100.0 * loc_agree / loc_total if loc_total else 100.0,
+        shen_f=100.0 * shen / n,
+        largest=largest,
+        gold_largest=gold_largest,
     )
 
 
@@ -363,6 +428,45 @@ def load(data: Path, *, anywhere: bool = True) -> list[tuple[str, list[Line], Cl
     files = sorted(data.rglob("*.ascii.txt"))
     if not files:
         raise SystemExit(f"no *.ascii.txt files under {data}")
+    return load_files(files, anywhere=anywhere)
+
+
+def split_files(split: str) -> list[tuple[str, list[Path]]]:
+    """The rows of a split: (row name, its ``*.ascii.txt`` files), in a fixed order.
+
+    ``train`` is the split the link scorer is fitted on, less :data:`TRAIN_HELD_OUT`'s files, which
+    are never fitted on and are reported as ``train-held-out``. ``new-domains`` has a row per channel
+    (the file name's part before the first dot) and one for all four.
+    """
+    if split == "dev":
+        return [("dev", sorted((DATA_ROOT / "dev").rglob("*.ascii.txt")))]
+    if split == "train":
+        fit, held_out = train_split()
+        return [("train (fitted)", fit), ("train-held-out", held_out)]
+    if split == "train-held-out":
+        return [("train-held-out", train_split()[1])]
+    if split == "new-domains":
+        files = sorted((DATA_ROOT / "new-domains").glob("*.ascii.txt"))
+        channels: dict[str, list[Path]] = defaultdict(list)
+        for path in files:
+            channels[path.name.split(".")[0]].append(path)
+        return [
+            *((f"new-domains/{name}", paths) for name, paths in sorted(channels.items())),
+            ("new-domains", files),
+        ]
+    if split == "all":
+        return [row for name in ("dev", "train", "new-domains") for row in split_files(name)]
+    raise SystemExit(f"unknown split {split!r}")
+
+
+def train_split() -> tuple[list[Path], list[Path]]:
+    """The train split's files: (fitted on, held out). Every tenth file from the sixth is held out."""
+    files = sorted((DATA_ROOT / "train").glob("*.ascii.txt"))
+    held = set(files[TRAIN_HELD_OUT_START::TRAIN_HELD_OUT_EVERY])
+    return [f for f in files if f not in held], [f for f in files if f in held]
+
+
+def load_files(files: Sequence[Path], *, anywhere: bool = True) -> list[tuple[str, list[Line], Clusters]]:
     out = []
     for ascii_path in files:
         stem = ascii_path.name[: -len(".ascii.txt")]
@@ -380,58 +484,92 @@ def bot_thread_settings(config: GreyWindConfig | None = None) -> ThreadSettings:
     return KernelSettings.from_config(config if config is not None else parse_config({})).threads
 
 
+HEADER = (
+    f"{'':28} {'msgs':>6} {'1-VI':>6} {'1-1':>6} {'P':>6} {'R':>6} {'F':>6} {'Loc-3':>6} {'ShenF':>6}"
+    f" {'largest (gold)':>15}"
+)
+
+
+def row(name: str, result: Scores) -> str:
+    return (
+        f"{name:28} {result.messages:6d} {result.one_minus_vi:6.1f} {result.one_to_one:6.1f}"
+        f" {result.precision:6.1f} {result.recall:6.1f} {result.f1:6.1f} {result.loc3:6.1f}"
+        f" {result.shen_f:6.1f} {result.largest:>7d} ({result.gold_largest:>4d})"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of *.ascii.txt files")
+    parser.add_argument(
+        "--split",
+        choices=["dev", "train", "train-held-out", "new-domains", "all"],
+        default="dev",
+        help="which data to score (default: dev); train also reports its held-out files",
+    )
+    parser.add_argument(
+        "--data", type=Path, help="score this directory of *.ascii.txt files instead of a split"
+    )
     parser.add_argument(
         "--config", type=Path, help="a GreyWind TOML config to take [threads] from (default: the defaults)"
     )
     parser.add_argument("--out", type=Path, help="write clusters here, one conversation a line")
-    parser.add_argument("--baseline", choices=["previous"], help="score a baseline instead of the tracker")
+    parser.add_argument(
+        "--scorer", choices=["signals", "learned"], help="override [threads] scorer (default: the config's)"
+    )
+    parser.add_argument("--baseline", choices=["previous"], help="score only a baseline, not the tracker")
     parser.add_argument(
         "--mentions",
         choices=["anywhere", "prefix"],
         default="anywhere",
         help="which nicks become @-mentions: anywhere in a line (default) or only `nick:` at its start",
     )
-    parser.add_argument("--runs", type=int, default=5, help="timed runs for the throughput median")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs for the throughput median (0: none)")
     args = parser.parse_args(argv)
 
-    corpus = load(args.data, anywhere=args.mentions == "anywhere")
+    if args.data is not None:
+        files = sorted(args.data.rglob("*.ascii.txt"))
+        if not files:
+            raise SystemExit(f"no *.ascii.txt files under {args.data}")
+        rows = [(str(args.data), files)]
+    else:
+        rows = split_files(args.split)
     config = load_config(args.config) if args.config else parse_config({})
     settings = bot_thread_settings(config)
-    pairs: list[tuple[Clusters, Clusters]] = []
-    written: list[str] = []
-    messages = sum(1 for _, log, _ in corpus for line in log if line.message is not None)
-    for stem, log, gold in corpus:
-        if args.baseline == "previous":
-            labels = predict_previous(log)
-        else:
-            labels, _ = predict_tracker(log, settings)
-        pred = to_clusters(labels)
-        pairs.append((gold, pred))
-        written += [f"{stem}:" + " ".join(map(str, ids)) for ids in pred.values()]
-    result = score(pairs)
-    source = args.config or "default [threads] config"
+    if args.scorer:
+        settings = dataclasses.replace(settings, scorer=args.scorer)
+    anywhere = args.mentions == "anywhere"
+    source = f"{args.config or 'default [threads] config'}, scorer {settings.scorer}"
     name = f"baseline {args.baseline}" if args.baseline else f"ThreadTracker ({source})"
-    print(
-        f"{name} on {args.data}: {len(corpus)} files, {messages} chat messages fed, "
-        f"{result.messages} scored, mentions: {args.mentions}"
-    )
-    print(f"  1 - scaled VI   {result.one_minus_vi:6.1f}")
-    print(f"  one-to-one      {result.one_to_one:6.1f}")
-    print(f"  exact match     P {result.precision:5.1f}  R {result.recall:5.1f}  F {result.f1:5.1f}")
-    if not args.baseline:
+    print(f"{name}, mentions: {args.mentions}; 'previous' = every message linked to the one before it")
+    print(HEADER)
+    written: list[str] = []
+    loaded: dict[Path, tuple[str, list[Line], Clusters]] = {}
+    for row_name, paths in rows:
+        missing = [p for p in paths if p not in loaded]
+        loaded.update(zip(missing, load_files(missing, anywhere=anywhere), strict=True))
+        corpus = [loaded[p] for p in paths]
+        if not corpus:
+            raise SystemExit(f"{row_name}: no files (is the data folder at {DATA_ROOT}?)")
+        baseline = score([(gold, to_clusters(predict_previous(log))) for _, log, gold in corpus])
+        if args.baseline != "previous":
+            pairs = []
+            for stem, log, gold in corpus:
+                pred = to_clusters(predict_tracker(log, settings)[0])
+                pairs.append((gold, pred))
+                written += [f"{stem}:" + " ".join(map(str, ids)) for ids in pred.values()]
+            print(row(row_name, score(pairs)))
+        print(row("  previous", baseline))
+    timed = [log for _, log, _ in loaded.values()]
+    messages = sum(1 for log in timed for line in log if line.message is not None)
+    if not args.baseline and args.runs > 0:
         rates = []
-        for _ in range(max(1, args.runs)):
-            spent = sum(predict_tracker(log, settings)[1] for _, log, _ in corpus)
+        for _ in range(args.runs):
+            spent = sum(predict_tracker(log, settings)[1] for log in timed)
             rates.append(messages / spent)
         median = statistics.median(rates)
-        per_message = 1e6 / median
-        runs = len(rates)
         print(
-            f"  throughput      {median:,.0f} msg/s ({per_message:.1f} µs/msg, median of {runs} runs;"
-            f" best {max(rates):,.0f} msg/s)"
+            f"throughput over {len(timed)} files, {messages} chat messages fed: {median:,.0f} msg/s"
+            f" ({1e6 / median:.1f} µs/msg, median of {len(rates)} runs; best {max(rates):,.0f} msg/s)"
         )
     if args.out:
         args.out.write_text("\n".join(written) + "\n", encoding="utf-8")

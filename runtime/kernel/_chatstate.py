@@ -38,6 +38,8 @@ class ThreadState:
         "count",
         "id",
         "last_at",
+        "last_question",
+        "last_seq",
         "message_ids",
         "participants",
         "started_at",
@@ -61,6 +63,10 @@ class ThreadState:
         # than once, its last appearance is its last use. term_count counts the distinct terms.
         self.terms: list[str] = []
         self.term_count = 0
+        # For the learned link scorer: the chat's message number of the thread's latest message, and
+        # whether that message asked something.
+        self.last_seq = 0
+        self.last_question = False
 
 
 class ChatState:
@@ -72,6 +78,7 @@ class ChatState:
         "messages",
         "pairs",
         "postings",
+        "seq",
         "speakers",
         "threads",
     )
@@ -92,6 +99,8 @@ class ChatState:
         # (user, user) sorted -> (thread id, when) of their last exchange by @. Oldest first.
         self.pairs: dict[tuple[str, str], tuple[str, float]] = {}
         self.last_at = float("-inf")
+        # Messages taken in so far (the learned link scorer's distance in messages).
+        self.seq = 0
         # term -> the bits of the live threads whose recent vocabulary holds it (never 0).
         self.postings: dict[str, int] = {}
         # Bits of removed threads, to be given again (the live threads hold all the others below

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from runtime.kernel._build import builder
 from runtime.kernel._chatstate import (
@@ -46,6 +46,7 @@ from runtime.kernel._chatstate import (
     remember,
 )
 from runtime.kernel._features import extract_terms
+from runtime.kernel._links import asks, choose_link, link_options, load_weights
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.message import ChatMessage
@@ -60,6 +61,9 @@ __all__ = [
     "ThreadTrackerStatistics",
 ]
 
+# How a message that is not a reply finds its thread: the learned link scorer (``_links``) or the
+# summed signals with their configured weights (``_chatstate.choose``).
+SCORERS = ("signals", "learned")
 # The score reported for a reply: finite, so it serialises as JSON, and above any usual sum.
 REPLY_SCORE = 100.0
 # A chat silent this long forgets which thread its messages went to (a reply can revive a pruned
@@ -82,6 +86,7 @@ class _ThreadsConfigLike(Protocol):
     speaker_span_ms: int
     addressed_span_ms: int
     chatter_joins_recent: bool
+    scorer: Literal["signals", "learned"]
     max_threads_per_chat: int
     max_messages_per_chat: int
     max_candidates: int
@@ -107,6 +112,7 @@ class ThreadSettings:
     speaker_span: float = 300.0
     addressed_span: float = 1_200.0
     chatter_joins_recent: bool = False
+    scorer: str = "signals"  # signals | learned
     max_threads_per_chat: int = 64
     max_messages_per_chat: int = 500
     max_candidates: int = 12
@@ -120,6 +126,8 @@ class ThreadSettings:
             raise InvalidSetting("threads.gap", "must be positive")
         if self.horizon < self.gap:
             raise InvalidSetting("threads.horizon", "must not be shorter than threads.gap")
+        if self.scorer not in SCORERS:
+            raise InvalidSetting("threads.scorer", f"must be one of {', '.join(SCORERS)}")
         for name in (
             "max_threads_per_chat",
             "max_messages_per_chat",
@@ -148,6 +156,7 @@ class ThreadSettings:
             speaker_span=cfg.speaker_span_ms / 1000.0,
             addressed_span=cfg.addressed_span_ms / 1000.0,
             chatter_joins_recent=cfg.chatter_joins_recent,
+            scorer=cfg.scorer,
             max_threads_per_chat=cfg.max_threads_per_chat,
             max_messages_per_chat=cfg.max_messages_per_chat,
             max_candidates=cfg.max_candidates,
@@ -230,8 +239,17 @@ def _snapshot(thread: ThreadState) -> ConversationThread:
 class ThreadTracker:
     """Assigns every message of every chat to a conversation thread of that chat."""
 
-    def __init__(self, settings: ThreadSettings | None = None, *, ids: IdFactory | None = None) -> None:
+    def __init__(
+        self,
+        settings: ThreadSettings | None = None,
+        *,
+        ids: IdFactory | None = None,
+        link_weights: tuple[float, ...] | None = None,
+    ) -> None:
         self._settings = settings or ThreadSettings()
+        self._learned = self._settings.scorer == "learned"
+        # The link scorer's weights: the shipped ones unless given (to compare other fits).
+        self._weights = link_weights if link_weights is not None else _shipped_weights()
         self._ids = ids if ids is not None else counter_ids()
         self._chats: OrderedDict[str, ChatState] = OrderedDict()
         self._threads: dict[str, ThreadState] = {}
@@ -264,7 +282,10 @@ class ThreadTracker:
             if target is None:  # pruned while idle: the reply brings it back under its old id
                 target = self._revive(chat, replied[0], chat_id, now)
         if target is None:
-            target, reason, score = choose(chat, message, terms, now, s)
+            if self._learned:
+                target, reason, score = self._link(chat, message, terms, now)
+            else:
+                target, reason, score = choose(chat, message, terms, now, s)
         created = False
         if target is None:
             target = self._new_thread(chat, chat_id, now)
@@ -275,6 +296,34 @@ class ThreadTracker:
         self._reasons[reason] = self._reasons.get(reason, 0) + 1
         _note_people(chat, message, replied, target.id, now)
         return _assignment(_snapshot(target), created, reason, score)
+
+    def _link(
+        self, chat: ChatState, message: ChatMessage, terms: tuple[str, ...], now: float
+    ) -> tuple[ThreadState | None, str, float]:
+        """The learned scorer's choice; "new" within the gap of the latest thread still joins it in a
+        private chat (design/0002 §4's rule: two people, one conversation at a time) and, with
+        ``chatter_joins_recent``, for word-free chatter."""
+        s = self._settings
+        if not chat.threads:
+            return None, "new", 0.0
+        target, reason, score = choose_link(link_options(chat, message, terms, now, s), self._weights)
+        if target is None:
+            newest = next(reversed(chat.threads.values()))
+            if now - newest.last_at <= s.gap and (
+                message.is_private or (s.chatter_joins_recent and not terms and not message.mentions)
+            ):
+                return newest, "recent", score
+        return target, reason, score
+
+    def link_features(self, message: ChatMessage) -> tuple[tuple[str, ...], list[tuple[int, ...]]]:
+        """For fitting the link scorer: the candidate threads' ids for ``message`` and every option's
+        feature ids (the candidates', then "new"'s), from the tracker's state as it stands. Changes
+        nothing."""
+        s = self._settings
+        chat = self._chats.get(message.chat_id) or ChatState()
+        terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
+        choice = link_options(chat, message, terms, message.time, s)
+        return tuple(thread.id for thread in choice.threads), choice.features
 
     def restore(self, messages: Iterable[RestoredMessage], now: float) -> int:
         """Rebuild threads from messages stored before a restart; returns how many were taken in.
@@ -337,6 +386,9 @@ class ThreadTracker:
             threads[thread_id] = threads.pop(thread_id)
         if now > chat.last_at:
             chat.last_at = now
+        chat.seq += 1  # what the learned scorer reads of the thread's latest message
+        thread.last_seq = chat.seq
+        thread.last_question = asks(message.text, s.max_feature_chars)
         messages = chat.messages
         known = len(messages)
         messages[message_id] = (thread.id, sender)
@@ -441,6 +493,16 @@ class ThreadTracker:
     def _drop(self, chat: ChatState, thread: ThreadState) -> None:
         chat.remove(thread)
         self._threads.pop(thread.id, None)
+
+
+_WEIGHTS: list[tuple[float, ...]] = []
+
+
+def _shipped_weights() -> tuple[float, ...]:
+    """The shipped link weights, read once per process."""
+    if not _WEIGHTS:
+        _WEIGHTS.append(load_weights())
+    return _WEIGHTS[0]
 
 
 def _note_people(

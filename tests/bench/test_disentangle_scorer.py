@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -11,13 +12,20 @@ import pytest
 from bench.disentangle import (
     DEFAULT_DATA,
     Scores,
+    bot_thread_settings,
     hungarian_max,
     load,
+    load_files,
+    local_agreement,
     parse_log,
     predict_previous,
+    predict_tracker,
     read_gold,
     score,
+    shen_f_sum,
+    split_files,
     to_clusters,
+    train_split,
 )
 
 
@@ -77,6 +85,38 @@ def test_files_are_pooled_without_mixing_their_clusters() -> None:
     h_joint = h_p  # each predicted cluster sits inside one gold cluster
     vi = 2 * h_joint - h_g - h_p
     assert pooled.one_minus_vi == pytest.approx(100 * (1 - vi / 2))
+
+
+def test_loc3_by_hand() -> None:
+    # Messages 1000..1004; gold {0,1,2} {3,4}; predicted {0,1} {2,3,4}.
+    gold = {"a": [1000, 1001, 1002], "b": [1003, 1004]}
+    pred = {"x": [1000, 1001], "y": [1002, 1003, 1004]}
+    # Pairs at most 3 apart: (0,1) agree, (0,2) no, (1,2) no, (0,3) agree, (1,3) agree, (2,3) no,
+    # (1,4) agree, (2,4) no, (3,4) agree: 5 of 9.
+    assert local_agreement(gold, pred) == (5, 9)
+    assert _one(gold, pred).loc3 == pytest.approx(100 * 5 / 9)
+    assert local_agreement(gold, gold) == (9, 9)
+
+
+def test_shen_f_by_hand() -> None:
+    gold = {"a": [1000, 1001, 1002], "b": [1003, 1004]}
+    pred = {"x": [1000, 1001], "y": [1002, 1003, 1004]}
+    # a: best is x, P 1, R 2/3 -> F 0.8; b: best is y, P 2/3, R 1 -> F 0.8. (3*0.8 + 2*0.8) / 5.
+    assert shen_f_sum(gold, pred) == pytest.approx(4.0)
+    result = _one(gold, pred)
+    assert result.shen_f == pytest.approx(80.0)
+    assert (result.largest, result.gold_largest) == (3, 3)
+    chained = _one(gold, {"all": [1000, 1001, 1002, 1003, 1004]})
+    # a: P 3/5 R 1 -> 0.75; b: P 2/5 R 1 -> 4/7.
+    assert chained.shen_f == pytest.approx(100 * (3 * 0.75 + 2 * 4 / 7) / 5)
+    assert chained.largest == 5
+
+
+def test_the_largest_thread_is_the_largest_of_any_one_file() -> None:
+    a = ({"g": [1000, 1001], "h": [1002]}, {"p": [1000, 1001, 1002]})
+    b = ({"g": [1000, 1001, 1002, 1003]}, {"p": [1000, 1001], "q": [1002, 1003]})
+    result = score([a, b])
+    assert (result.largest, result.gold_largest) == (3, 4)
 
 
 def test_clusterings_over_different_messages_are_refused() -> None:
@@ -177,3 +217,36 @@ def test_previous_message_baseline_matches_the_published_check() -> None:
     assert round(result.one_minus_vi, 1) == 66.2
     assert round(result.one_to_one, 1) == 23.9
     assert result.f1 == 0.0
+
+
+@pytest.mark.skipif(not DEFAULT_DATA.exists(), reason="the disentanglement data is not on this machine")
+def test_the_train_held_out_files_are_fixed_and_apart() -> None:
+    fit, held_out = train_split()
+    assert (len(fit), len(held_out)) == (138, 15)
+    assert not set(fit) & set(held_out)
+    names = [name for name, _ in split_files("new-domains")]
+    assert names == [f"new-domains/{c}" for c in ("mediawiki", "rust", "stripe", "ubuntu-meeting")] + [
+        "new-domains"
+    ]
+
+
+@pytest.mark.skipif(not DEFAULT_DATA.exists(), reason="the disentanglement dev split is not on this machine")
+def test_loc3_of_the_previous_message_baseline_in_ubuntu_meeting() -> None:
+    # Every message linked to the one before it: all in one conversation per file.
+    (_, files), *_ = [r for r in split_files("new-domains") if r[0].endswith("ubuntu-meeting")]
+    corpus = load_files(files)
+    result = score([(gold, to_clusters(predict_previous(log))) for _, log, gold in corpus])
+    assert round(result.loc3, 1) == 85.3
+
+
+@pytest.mark.skipif(not DEFAULT_DATA.exists(), reason="the disentanglement dev split is not on this machine")
+def test_the_learned_scorer_holds_its_figures_on_the_train_held_out_files() -> None:
+    # Files never fitted on: the shipped weights keep their measured figures (a stale or broken
+    # weights file, or features that drifted from the ones fitted, would not).
+    settings = dataclasses.replace(bot_thread_settings(), scorer="learned")
+    corpus = load_files(train_split()[1])
+    result = score([(gold, to_clusters(predict_tracker(log, settings)[0])) for _, log, gold in corpus])
+    assert result.one_minus_vi >= 92.0
+    assert result.one_to_one >= 76.5
+    assert result.f1 >= 35.5
+    assert result.largest <= 170

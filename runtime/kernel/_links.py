@@ -1,0 +1,297 @@
+"""The learned link scorer of the ThreadTracker (private to ``runtime.kernel.threads``).
+
+Summing hand-set signal weights and joining the best thread above a threshold chains conversations
+in a quiet chat: there the latest thread is nearly always "recent", and the speaker, a shared word or
+an @ push it over the threshold, so one thread swallows the channel. The best disentanglement
+systems (Kummerfeld et al., ACL 2019) instead choose, for every message, among its candidate
+antecedents and "a new conversation", with a model trained on annotated chat. This module is that
+choice at the level of the tracker's threads: the options are the chat's recent live threads (the
+``max_candidates`` most recent within the horizon, and any thread the people signals point to) and
+"new"; each option is described by a few discrete features, the paper's kind:
+
+- how long the thread has been idle, and its rank by recency;
+- the speaker: whether they spoke in the thread, whether it is their latest, how long ago they spoke,
+  whether they spoke its last message;
+- whether the speaker was last @-ed (or replied to) there, and how long ago;
+- the message's @s: whether the named person is in the thread, last spoke there, or last talked
+  with the speaker there;
+- the share of the message's (rarity-weighted) words the thread's recent vocabulary holds;
+- the thread's size;
+
+crossed with the idle time, which makes a linear model of tables: an option's score is the sum of
+one weight per table, looked up. "New" has its own tables (time since the chat's last message, @s,
+words, how many threads are live, how long ago the speaker last spoke). The weights are fitted by
+``bench/train_links.py`` on the Ubuntu IRC train split (softmax over the options, the annotated
+thread as the answer) and shipped as ``link_weights.json`` beside this module. Scoring is pure Python,
+bisections and list lookups: no arithmetic per feature beyond one addition.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from importlib import resources
+from itertools import islice
+from typing import TYPE_CHECKING
+
+from runtime.kernel._chatstate import ChatState, ThreadState
+
+if TYPE_CHECKING:
+    from runtime.kernel.message import ChatMessage
+    from runtime.kernel.threads import ThreadSettings
+
+__all__ = ["FEATURES", "TABLES", "LinkChoice", "asks", "choose_link", "link_options", "load_weights"]
+
+# Bucket edges (seconds, counts, shares): a value falls in bucket bisect_right(edges, value).
+IDLE_EDGES = (30.0, 90.0, 150.0, 270.0, 450.0, 900.0, 1_500.0)  # 8 buckets
+AGE_EDGES = (90.0, 300.0, 900.0)  # 4 buckets
+SIZE_EDGES = (2, 3, 5, 10, 20, 50)  # 7 buckets
+SHARE_EDGES = (0.15, 0.3, 0.6)  # 4 buckets of a hit share above 0
+LIVE_EDGES = (1, 2, 3, 5)  # 5 buckets
+RANKS = 7  # ranks 1..6, then 7 and beyond
+DISTANCE_EDGES = (2, 3, 4, 6, 11, 21)  # messages since the thread's latest: 7 buckets
+HIT_EDGES = (0.5, 1.0, 2.0, 4.0)  # summed rarity of the shared words: 5 buckets above 0
+
+_IDLE = len(IDLE_EDGES) + 1
+_AGE = len(AGE_EDGES) + 1
+
+# (table name, rows, columns, the reason it names when it weighs most). Candidate tables first, each
+# looked up once per candidate thread; then the "new" tables. The order is the weights file's.
+TABLES: tuple[tuple[str, int, int, str], ...] = (
+    ("idle_rank", _IDLE, RANKS, "recent"),
+    # speaker: 0 not in the thread, 1 in it, 2 + age bucket: the thread is the one they spoke in last
+    ("idle_speaker", _IDLE, 2 + _AGE, "speaker"),
+    ("idle_last_speaker", _IDLE, 2, "speaker"),
+    ("idle_addressed", _IDLE, 1 + _AGE, "addressed"),
+    # mention: 0 no @, 1 an @ of someone elsewhere, 2 in the thread, 3 spoke there last, 4 pair there
+    ("idle_mention", _IDLE, 5, "mention"),
+    # terms: 0 no words, 1 no shared word, 2 + share bucket
+    ("idle_terms", _IDLE, 2 + len(SHARE_EDGES) + 1, "terms"),
+    ("idle_size", _IDLE, len(SIZE_EDGES) + 1, "recent"),
+    ("mention_terms", 5, 2 + len(SHARE_EDGES) + 1, "mention"),
+    ("idle_distance", _IDLE, len(DISTANCE_EDGES) + 1, "recent"),
+    # the thread's latest message asked something (2) x the speaker spoke it (2) x a question now (2)
+    ("idle_question", _IDLE, 8, "recent"),
+    ("idle_hits", _IDLE, 1 + len(HIT_EDGES) + 1, "terms"),
+    ("speaker_mention", 2 + _AGE, 5, "speaker"),
+    ("idle_people", _IDLE, 4, "recent"),  # people in the thread: 1, 2, 3, 4 or more
+    ("new_gap_mention_terms", _IDLE, 4, "new"),
+    ("new_live", len(LIVE_EDGES) + 1, 1, "new"),
+    ("new_own_mention", 1 + _AGE, 4, "new"),  # x an @ (2) x a question (2)
+)
+_OFFSETS: dict[str, int] = {}
+_REASONS: list[str] = []
+for _name, _rows, _cols, _why in TABLES:
+    _OFFSETS[_name] = len(_REASONS)
+    _REASONS.extend([_why] * (_rows * _cols))
+FEATURES = len(_REASONS)
+
+(
+    _IDLE_RANK,
+    _IDLE_SPEAKER,
+    _IDLE_LAST,
+    _IDLE_ADDRESSED,
+    _IDLE_MENTION,
+    _IDLE_TERMS,
+    _IDLE_SIZE,
+    _MENTION_TERMS,
+    _IDLE_DISTANCE,
+    _IDLE_QUESTION,
+    _IDLE_HITS,
+    _SPEAKER_MENTION,
+    _IDLE_PEOPLE,
+    _NEW_GAP,
+    _NEW_LIVE,
+    _NEW_OWN,
+) = (_OFFSETS[name] for name, *_ in TABLES)
+_COLS = {name: cols for name, _, cols, _ in TABLES}
+_C_RANK = _COLS["idle_rank"]
+_C_SPEAKER = _COLS["idle_speaker"]
+_C_ADDRESSED = _COLS["idle_addressed"]
+_C_TERMS = _COLS["idle_terms"]
+_C_SIZE = _COLS["idle_size"]
+_C_DISTANCE = _COLS["idle_distance"]
+_C_HITS = _COLS["idle_hits"]
+
+
+# Per idle bucket, where its row starts in each idle-crossed table (in the order link_options uses).
+_ROWS = tuple(
+    tuple(
+        start + i * cols
+        for start, cols in (
+            (_IDLE_RANK, _C_RANK),
+            (_IDLE_SPEAKER, _C_SPEAKER),
+            (_IDLE_LAST, 2),
+            (_IDLE_ADDRESSED, _C_ADDRESSED),
+            (_IDLE_MENTION, 5),
+            (_IDLE_TERMS, _C_TERMS),
+            (_IDLE_SIZE, _C_SIZE),
+            (_IDLE_DISTANCE, _C_DISTANCE),
+            (_IDLE_QUESTION, 8),
+            (_IDLE_HITS, _C_HITS),
+            (_IDLE_PEOPLE, 4),
+        )
+    )
+    for i in range(_IDLE)
+)
+
+
+def load_weights() -> tuple[float, ...]:
+    """The shipped weights, checked against the layout (a stale file is an error, not a guess)."""
+    text = resources.files("runtime.kernel").joinpath("link_weights.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    layout = [[name, rows, cols] for name, rows, cols, _ in TABLES]
+    if data.get("layout") != layout or len(data.get("weights", ())) != FEATURES:
+        raise ValueError("runtime/kernel/link_weights.json does not match the scorer's tables")
+    return tuple(float(w) for w in data["weights"])
+
+
+class LinkChoice:
+    """The options for one message: the candidate threads, each option's features ("new" last)."""
+
+    __slots__ = ("features", "threads")
+
+    def __init__(self, threads: list[ThreadState], features: list[tuple[int, ...]]) -> None:
+        self.threads = threads
+        self.features = features
+
+
+def asks(text: str, max_chars: int) -> bool:
+    """Whether the message asks something: a question mark in its first ``max_chars`` characters."""
+    head = text if len(text) <= max_chars else text[:max_chars]
+    return "?" in head or "？" in head
+
+
+def link_options(
+    chat: ChatState, message: ChatMessage, terms: tuple[str, ...], now: float, s: ThreadSettings
+) -> LinkChoice:
+    """Every option's feature ids for ``message``: the candidate threads', then "new"'s."""
+    threads = chat.threads
+    horizon = now - s.horizon
+    sender = message.sender_id
+    # The people signals: where the speaker last spoke / was last @-ed, where the named people last
+    # spoke and last talked with the speaker.
+    own = chat.speakers.get(sender)
+    own_thread = own[0] if own is not None else None
+    own_age = bisect_right(AGE_EDGES, now - own[1]) if own is not None else -1
+    asked = chat.addressed.get(sender)
+    asked_thread, asked_age = None, 0
+    if asked is not None and asked[1] >= horizon:
+        asked_thread, asked_age = asked[0], bisect_right(AGE_EDGES, now - asked[1])
+    named: list[str] = []
+    spoke_in: dict[str, int] = {}  # thread id -> mention code 3 (spoke there) or 4 (pair there)
+    for user in message.mentions:
+        if user == sender:
+            continue
+        named.append(user)
+        spoke = chat.speakers.get(user)
+        if spoke is not None and spoke[1] >= horizon and spoke_in.get(spoke[0], 0) < 3:
+            spoke_in[spoke[0]] = 3
+        pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
+        if pair is not None and pair[1] >= horizon:
+            spoke_in[pair[0]] = 4
+
+    candidates: list[ThreadState] = []
+    for thread in islice(reversed(threads.values()), s.max_candidates):
+        if thread.last_at < horizon:
+            break
+        candidates.append(thread)
+    ranked = len(candidates)
+    seen = {thread.id for thread in candidates}
+    for tid in (own_thread, asked_thread, *spoke_in):
+        if tid is not None and tid not in seen:
+            extra = threads.get(tid)
+            if extra is not None and extra.last_at >= horizon:
+                candidates.append(extra)
+                seen.add(tid)
+
+    hits: dict[int, float] = {}
+    total = 0.0
+    if terms and candidates and chat.postings:
+        bits = 0
+        for thread in candidates:
+            bits |= thread.bit
+        hits, total = chat.term_hits(terms, bits)
+
+    features: list[tuple[int, ...]] = []
+    gap = s.gap
+    seq = chat.seq + 1  # this message's number
+    asking = 1 if asks(message.text, s.max_feature_chars) else 0
+    live = 0
+    for rank, thread in enumerate(candidates):
+        idle = now - thread.last_at
+        if idle < gap:
+            live += 1
+        rows = _ROWS[bisect_right(IDLE_EDGES, idle)]
+        tid = thread.id
+        participants = thread.participants
+        speaker = 2 + own_age if tid == own_thread else 1 if sender in participants else 0
+        last = 1 if participants and next(reversed(participants)) == sender else 0
+        addressed = 1 + asked_age if tid == asked_thread else 0
+        if named:
+            mention = spoke_in.get(tid, 0)
+            if mention == 0:
+                mention = 1
+                for user in named:
+                    if user in participants:
+                        mention = 2
+                        break
+        else:
+            mention = 0
+        if not terms:
+            term = hit_bucket = 0
+        else:
+            hit = hits.get(thread.bit)
+            if hit is None:
+                term, hit_bucket = 1, 0
+            else:
+                term = 2 + bisect_right(SHARE_EDGES, hit / total)
+                hit_bucket = 1 + bisect_right(HIT_EDGES, hit)
+        people = len(participants)
+        features.append(
+            (
+                rows[0] + (rank if rank < ranked and rank < RANKS else RANKS - 1),
+                rows[1] + speaker,
+                rows[2] + last,
+                rows[3] + addressed,
+                rows[4] + mention,
+                rows[5] + term,
+                rows[6] + bisect_right(SIZE_EDGES, thread.count),
+                _MENTION_TERMS + mention * _C_TERMS + term,
+                rows[7] + bisect_right(DISTANCE_EDGES, seq - thread.last_seq),
+                rows[8] + (4 if thread.last_question else 0) + 2 * last + asking,
+                rows[9] + hit_bucket,
+                _SPEAKER_MENTION + speaker * 5 + mention,
+                rows[10] + (people - 1 if 0 < people < 4 else 0 if people < 1 else 3),
+            )
+        )
+    silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1
+    features.append(
+        (
+            _NEW_GAP + silence * 4 + (2 if named else 0) + (1 if terms else 0),
+            _NEW_LIVE + bisect_right(LIVE_EDGES, live),
+            _NEW_OWN + (1 + own_age) * 4 + (2 if named else 0) + asking,
+        )
+    )
+    return LinkChoice(candidates, features)
+
+
+def choose_link(choice: LinkChoice, weights: tuple[float, ...]) -> tuple[ThreadState | None, str, float]:
+    """The best option under ``weights``: its thread (``None`` for new), the table that weighed most
+    in it (its reason), and its margin over the runner-up side ("new" for a thread, the best thread
+    for "new"; 0 with no candidate)."""
+    features = choice.features
+    look = weights.__getitem__
+    new_score = sum(map(look, features[-1]))
+    best_index = -1
+    best_score = float("-inf")
+    for index in range(len(features) - 1):
+        total = sum(map(look, features[index]))
+        if total > best_score:
+            best_index, best_score = index, total
+    if best_index < 0:
+        return None, "new", 0.0
+    if best_score <= new_score:
+        return None, "new", best_score - new_score
+    strongest = max(features[best_index], key=weights.__getitem__)
+    return choice.threads[best_index], _REASONS[strongest], best_score - new_score
