@@ -41,6 +41,7 @@ _FIXED = {
     "episode not restorable": "回合无法恢复",
     "not saved": "未能保存",
     "waiting": "等待中",
+    "bot exchange": "机器人对话（连续太多条机器人消息，等有人说话）",
 }
 _NUMBER = r"[\d.]+"
 
@@ -71,6 +72,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = 
     (re.compile(r"forced, delayed: (.+)"), lambda m: f"被点名，推迟：{reason_zh(m.group(1))}"),
     (re.compile(r"forced, dropped: (.+)"), lambda m: f"被点名，放弃：{reason_zh(m.group(1))}"),
     (re.compile(r"superseded by (\S+)"), lambda m: f"被 {m.group(1)} 取代"),
+    (re.compile(r"bot exchange \((\d+)\)"), lambda m: f"机器人对话（连续第 {m.group(1)} 条机器人消息）"),
 )
 
 

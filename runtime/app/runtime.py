@@ -209,7 +209,8 @@ class Runtime:
         core.listeners.notify(message)
         core.why.note(result)
         self.bot.driver.note_arrival(result)
-        core.activity.note(message)
+        if not core.kernel.bots.is_bot(message.sender_id):
+            core.activity.note(message)  # another bot's message keeps no chat alive
         core.room.note_message(message, thread_id, message.time)
         if result.activation is not None:  # act now: the kernel made the ready activation
             self.bot.loop.start_episode(result.activation)

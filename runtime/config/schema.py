@@ -5,6 +5,7 @@ from __future__ import annotations
 from runtime.config._base import Section
 from runtime.config.app import AppConfig
 from runtime.config.bot import BotConfig, OutboundConfig
+from runtime.config.bots import BotsConfig
 from runtime.config.context import ContextConfig
 from runtime.config.episodes import EpisodesConfig
 from runtime.config.extensions import ExtensionsConfig
@@ -37,3 +38,4 @@ class GreyWindConfig(Section):
     runtime: AppConfig = AppConfig()
     extensions: ExtensionsConfig = ExtensionsConfig()
     groups: GroupsConfig = GroupsConfig()
+    bots: BotsConfig = BotsConfig()
