@@ -46,6 +46,7 @@ from runtime.config.app import AppConfig
 from runtime.context.builder import BuildReason, BuiltContext, ChatInfo, RecentBuffer
 from runtime.context.setup import ContextRuntime
 from runtime.episodes import (
+    OWN_MESSAGE,
     RESUME_KIND,
     Episode,
     EpisodeSettings,
@@ -501,10 +502,11 @@ class EpisodeDriver:
             clock=rt.clock_obj,
             settings=rt.episode_settings,
             permissions=PERMISSIONS,
+            quotes=self._quotable,
         )
         final = outcome.episode
         if outcome.kind is OutcomeKind.REPLIED and outcome.reply:
-            await self._reply(d, trigger, built, outcome.reply, forced, final)
+            await self._reply(d, trigger, built, outcome.reply, forced, final, outcome.quote)
         elif outcome.kind is OutcomeKind.WAITING:
             rt.room.park(final, rt.clock(), forced=forced)
             self._counts["waiting"] += 1
@@ -542,10 +544,14 @@ class EpisodeDriver:
         text: str,
         forced: bool,
         episode: Episode,
+        named: str | None = None,
     ) -> None:
         rt = self._rt
         chat_id = d.chat_id
-        quote = trigger.message_id if trigger is not None and not trigger.is_private else None
+        private = ChatKey.parse(chat_id).is_private
+        # The message the model named (the loop let only someone else's through), else the trigger.
+        quote = named or (trigger.message_id if trigger is not None else None)
+        quote = None if private else quote
         leave_slot()  # a send may wait for the account's rate: the model's slot goes on at once
         result = await rt.outbound.send(chat_id, text, reply_to=quote)
         now = rt.clock()
@@ -584,6 +590,18 @@ class EpisodeDriver:
                 )
             )
             await rt.memory.injector.note_round(chat_id, said, now=now)
+
+    def _quotable(self, chat_id: str, message_id: str) -> str | None:
+        """Whether an episode of ``chat_id`` may quote ``message_id`` (None) or why not: never the bot's
+        own messages (:data:`~runtime.episodes.OWN_MESSAGE`), nor a recalled or unknown one."""
+        if (chat_id, message_id) in self._rt.recalled:
+            return "it was recalled"
+        for message in reversed(self._rt.recent.recent(chat_id)):
+            if message.message_id == message_id:
+                if message.from_self or message.sender_id in self._rt.kernel.settings.self_ids:
+                    return OWN_MESSAGE
+                return "it was recalled" if message.recalled else None
+        return "there is no such message among this chat's recent ones"
 
     async def _graceful(
         self,

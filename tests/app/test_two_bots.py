@@ -112,3 +112,24 @@ async def test_another_bots_messages_keep_no_chat_alive(
         assert h.runtime.bot.core.activity.last_activity("group:500") is None
         await h.say("好耶", sender="42")
         assert h.runtime.bot.core.activity.last_activity("group:500") == h.clock()
+
+
+async def test_the_model_cannot_make_the_bot_quote_its_own_message(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.push(reply("第一句"))
+    async with running(make_config(openai_server), data_dir) as h:
+        await h.say("灰风 说点什么", addressed=True)
+        await h.settle()
+        own = h.outbound.sent[0].message_id
+        quoting_itself = {
+            "tool_calls": [{"name": "reply", "arguments": {"text": "接着说", "quote": f"#{own}"}}]
+        }
+        openai_server.push(quoting_itself)
+        openai_server.push(reply("换个说法"))
+        asked = await h.say("灰风 然后呢", addressed=True)
+        await h.advance(10)
+        assert h.outbound.texts() == ["第一句", "换个说法"]
+        assert h.outbound.sent[1].reply_to == asked.message_id  # the person's message, never its own
+    told = openai_server.chat_requests[-1].all_text
+    assert "your own message" in told
