@@ -267,6 +267,7 @@ def _control(
             why=core.why,
             loop=loop,
             driver=driver,
+            director=core.director,
         )
     )
 

@@ -59,10 +59,11 @@ from runtime.episodes import (
 from runtime.episodes.actions import ToolCall
 from runtime.episodes.persist import to_store_record, tool_call_records
 from runtime.extensions import LifeDirector
+from runtime.extensions.director import LIFE_MARK
 from runtime.kernel.clock import Clock
 from runtime.kernel.deliberation import Deliberation, Recheck
 from runtime.kernel.errors import KernelError
-from runtime.kernel.events import EventState
+from runtime.kernel.events import BotEvent, EventState
 from runtime.kernel.ids import IdFactory
 from runtime.kernel.kernel import Kernel
 from runtime.kernel.message import ChatKey, ChatMessage
@@ -178,6 +179,7 @@ class EpisodeDriver:
             outcome=activation.outcome.value,
             reason=activation.reason,
         )
+        self._note_life(event, spoke=False, reason=activation.reason or activation.outcome.value)
 
     def note_arrival(self, result: IngestResult) -> None:
         """A message the kernel dropped on arrival (a forced one past the forced budget) is logged."""
@@ -256,6 +258,15 @@ class EpisodeDriver:
             log.warning("finish_refused", event_id=d.event.id, state=state.value, error=str(exc))
         if state is EventState.SKIPPED:
             self._counts["skipped"] += 1
+        if state is not EventState.SNOOZED:
+            self._note_life(d.event, spoke=state is EventState.REPLIED, reason=reason or state.value)
+
+    def _note_life(self, event: BotEvent, *, spoke: bool, reason: str) -> None:
+        """Tell the director what became of an activation it emitted (it says so in ``/why``)."""
+        if LIFE_MARK in event.payload:
+            payload = dict(event.payload)
+            director = self._rt.director
+            director.note_outcome(event.chat_id, event.id, spoke=spoke, reason=reason, payload=payload)
 
     def _budget_allows(self, d: Deliberation) -> bool:
         """The chat's budget, asked again now that this episode holds the chat (under its lock).
@@ -287,6 +298,7 @@ class EpisodeDriver:
             outcome="budget_blocked",
             reason=check.reason,
         )
+        self._note_life(event, spoke=False, reason=check.reason)
         return False
 
     def _gate_closed(self, d: Deliberation) -> bool:
@@ -398,7 +410,10 @@ class EpisodeDriver:
                     else BuildReason(decision if decision in ("high", "medium") else "medium")
                 )
             else:
-                verdict = rt.director.allowed(chat_id, now)
+                grounds = event.payload.get(LIFE_MARK)
+                verdict = rt.director.allowed(
+                    chat_id, now, grounds=grounds if isinstance(grounds, str) else None
+                )
                 if not verdict.allowed:
                     self._finish(d, EventState.SKIPPED, f"life: {verdict.reason}")
                     return

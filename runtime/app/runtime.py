@@ -204,6 +204,7 @@ class Runtime:
         stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
         core.recent.add(stored)
         self.bot.storage.writer.offer(stored)
+        core.questions.note(message, thread_id)
         if message.from_self:
             return
         core.listeners.notify(message)
@@ -286,6 +287,7 @@ class Runtime:
             from_self=True,
         )
         assignment = core.kernel.note_outgoing(message)
+        core.questions.note(message, assignment.thread.id)
         stored = StoredMessage.from_chat_message(message, thread_id=assignment.thread.id)
         core.recent.add(stored)
         core.deliveries.note(stored)
