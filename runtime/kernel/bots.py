@@ -17,7 +17,7 @@ The bot's own messages are no turns (the kernel never scores them) but they are 
 message, so an account answering them within a second is timed against them.
 
 Everything is per message and O(1): one chat entry and one sender entry looked up and written; the
-sender entries are bounded (``max_tracked``, the longest unheard forgotten first).
+sender entries are bounded (``max_tracked``; past it the sender first heard longest ago is forgotten).
 """
 
 from __future__ import annotations
@@ -130,14 +130,13 @@ class BotRoster:
 
     def _time(self, sender_id: str, previous: tuple[float, str] | None, now: float) -> None:
         s = self._settings
-        runs = self._runs.pop(sender_id, None)  # popped and put back: the newest heard go last
+        runs = self._runs.get(sender_id)
         if runs is None:
-            runs = [0, 0]
-            if len(self._runs) >= s.max_tracked:
+            if len(self._runs) >= s.max_tracked:  # the sender first heard longest ago goes
                 forgotten = next(iter(self._runs))
                 del self._runs[forgotten]
                 self._detected.discard(forgotten)
-        self._runs[sender_id] = runs
+            runs = self._runs[sender_id] = [0, 0]
         fast = (
             previous is not None and previous[1] != sender_id and 0.0 <= now - previous[0] <= s.detect_latency
         )
