@@ -204,13 +204,15 @@ class Runtime:
         stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
         core.recent.add(stored)
         self.bot.storage.writer.offer(stored)
-        core.questions.note(message, thread_id)
+        is_bot = not message.from_self and core.kernel.bots.is_bot(message.sender_id)
+        if not is_bot:
+            core.questions.note(message, thread_id)  # another bot's question is never followed up
         if message.from_self:
             return
         core.listeners.notify(message)
         core.why.note(result)
         self.bot.driver.note_arrival(result)
-        if not core.kernel.bots.is_bot(message.sender_id):
+        if not is_bot:
             core.activity.note(message)  # another bot's message keeps no chat alive
         core.room.note_message(message, thread_id, message.time)
         if result.activation is not None:  # act now: the kernel made the ready activation

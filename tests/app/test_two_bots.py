@@ -133,3 +133,20 @@ async def test_the_model_cannot_make_the_bot_quote_its_own_message(
         assert h.outbound.sent[1].reply_to == asked.message_id  # the person's message, never its own
     told = openai_server.chat_requests[-1].all_text
     assert "your own message" in told
+
+
+async def test_another_bots_unanswered_question_is_never_followed_up(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    openai_server.load({"default": {"tool_calls": [{"name": "observe", "arguments": {"reason": "机器人"}}]}})
+    config = make_config(
+        openai_server,
+        bots={"ids": [OTHER_BOT]},
+        life={"enabled": True, "quiet_hours": "", "follow_up_after_ms": 60_000},
+    )
+    async with running(config, data_dir) as h:
+        await h.say("@灰风 你是谁？", sender=OTHER_BOT, addressed=True)
+        await h.say("@灰风 你会下棋吗？", sender="42", addressed=True, chat="group:501")
+        await h.advance(120)
+        assert h.runtime.bot.core.questions.pending("group:500") is None
+        assert h.runtime.bot.core.questions.pending("group:501") is not None
