@@ -274,6 +274,7 @@ def _control(
             loop=loop,
             driver=driver,
             mcp_status=mcp.status_lines,
+            director=core.director,
         )
     )
 

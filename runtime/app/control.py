@@ -44,6 +44,7 @@ from runtime.config.app import AppConfig
 from runtime.context.packet import PersonaSlot
 from runtime.context.setup import ContextRuntime
 from runtime.episodes import WaitingRoom
+from runtime.extensions import LifeDirector
 from runtime.groups import GroupPolicy
 from runtime.kernel.events import EventState
 from runtime.kernel.kernel import PERSONA_KEY, Kernel
@@ -93,6 +94,7 @@ class ControlParts:
     loop: ActivationLoop  # for its statistics
     driver: EpisodeDriver  # for its statistics
     mcp_status: Callable[[], list[str]] = list  # one line per MCP server (runtime.mcp)
+    director: LifeDirector | None = None  # its latest proactive decision per chat, for why
 
 
 class Control:
@@ -218,9 +220,13 @@ class Control:
 
     async def why(self, chat_id: str, message_id: str | None) -> str:
         result = self._rt.why.get(chat_id, message_id)
+        life = self._life_line(chat_id) if message_id is None else None
         if result is None:
             which = f"消息 {message_id}" if message_id else "最近的消息"
-            return f"{chat_id} 里找不到{which}的记录（只保留每个聊天最近 {self._rt.app.why_per_chat} 条）。"
+            missing = (
+                f"{chat_id} 里找不到{which}的记录（只保留每个聊天最近 {self._rt.app.why_per_chat} 条）。"
+            )
+            return missing if life is None else f"{missing}\n{life}"
         attention = result.attention
         event = self._rt.kernel.events.get(result.event.id) or result.event
         skip = event.payload.get("skip_reason")
@@ -234,7 +240,22 @@ class Control:
         ]
         if result.keyword_hits:
             lines.append("关键词：" + "，".join(dict.fromkeys(hit.term for hit in result.keyword_hits)))
+        if life is not None:
+            lines.append(life)
         return "\n".join(lines)
+
+    def _life_line(self, chat_id: str) -> str | None:
+        """The chat's latest proactive decision, said truthfully: spoke, did not (and why), or pending."""
+        director = self._rt.director
+        note = director.note(chat_id) if director is not None else None
+        if note is None:
+            return None
+        when = _ago(self._rt.clock(), note.at)
+        if note.spoke is None:
+            return f"主动发言（{when}）：已排期，还没说——{note.reason.removeprefix('scheduled: ')}"
+        if note.spoke:
+            return f"主动发言（{when}）：开口了——{note.reason.removeprefix('spoke: ')}"
+        return f"主动发言（{when}）：没有开口——{reason_zh(note.reason)}"
 
     # -- quiet periods ----------------------------------------------------------------------------
 

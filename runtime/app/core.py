@@ -20,6 +20,8 @@ from runtime.context.builder import RecentBuffer
 from runtime.episodes import EpisodeSettings, WaitingRoom, tool_registry_from_config
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
 from runtime.extensions.listeners import MessageListeners
+from runtime.extensions.open_questions import OpenQuestions
+from runtime.extensions.spec import LifeSourceSpec
 from runtime.groups import GroupPolicy
 from runtime.kernel.clock import Clock
 from runtime.kernel.kernel import Kernel
@@ -63,6 +65,7 @@ class CoreParts:
     activity: ChatActivityLog
     life_settings: LifeSettings
     director: LifeDirector
+    questions: OpenQuestions  # what was asked of the bot and never answered: a life source
     recent: RecentBuffer
     deliveries: RecentDeliveries
     why: WhyLog
@@ -88,6 +91,11 @@ def core_parts(edge: EdgeContext, router: ModelRouter | None = None) -> CorePart
     activity = ChatActivityLog()
     life_settings = LifeSettings.from_config(config.life)
     router = router if router is not None else ModelRouter.from_config(config, wall=clock)
+    questions = OpenQuestions(after=life_settings.follow_up_after, within=life_settings.follow_up_within)
+    scope = Scope("runtime")
+    extensions.register_life_source(
+        scope.child("open_questions"), LifeSourceSpec("open_questions", questions.poll, life_settings.tick)
+    )
     return CoreParts(
         config=config,
         clock=clock,
@@ -98,11 +106,12 @@ def core_parts(edge: EdgeContext, router: ModelRouter | None = None) -> CorePart
         episode_settings=episode_settings,
         room=WaitingRoom(kernel, episode_settings),
         tools=tools,
-        scope=Scope("runtime"),
+        scope=scope,
         extensions=extensions,
         activity=activity,
         life_settings=life_settings,
         director=LifeDirector(extensions, kernel, activity, clock=clock_obj, settings=life_settings),
+        questions=questions,
         listeners=MessageListeners(timeout=config.extensions.listener_timeout_ms / 1000),
         recent=RecentBuffer(),
         deliveries=RecentDeliveries(),

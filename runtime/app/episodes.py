@@ -46,6 +46,7 @@ from runtime.config.app import AppConfig
 from runtime.context.builder import BuildReason, BuiltContext, ChatInfo, RecentBuffer
 from runtime.context.setup import ContextRuntime
 from runtime.episodes import (
+    OWN_MESSAGE,
     RESUME_KIND,
     Episode,
     EpisodeSettings,
@@ -58,10 +59,11 @@ from runtime.episodes import (
 from runtime.episodes.actions import ToolCall
 from runtime.episodes.persist import to_store_record, tool_call_records
 from runtime.extensions import LifeDirector
+from runtime.extensions.director import LIFE_MARK
 from runtime.kernel.clock import Clock
 from runtime.kernel.deliberation import Deliberation, Recheck
 from runtime.kernel.errors import KernelError
-from runtime.kernel.events import EventState
+from runtime.kernel.events import BotEvent, EventState
 from runtime.kernel.ids import IdFactory
 from runtime.kernel.kernel import Kernel
 from runtime.kernel.message import ChatKey, ChatMessage
@@ -179,6 +181,7 @@ class EpisodeDriver:
             outcome=activation.outcome.value,
             reason=activation.reason,
         )
+        self._note_life(event, spoke=False, reason=activation.reason or activation.outcome.value)
 
     def note_arrival(self, result: IngestResult) -> None:
         """A message the kernel dropped on arrival (a forced one past the forced budget) is logged."""
@@ -257,6 +260,15 @@ class EpisodeDriver:
             log.warning("finish_refused", event_id=d.event.id, state=state.value, error=str(exc))
         if state is EventState.SKIPPED:
             self._counts["skipped"] += 1
+        if state is not EventState.SNOOZED:
+            self._note_life(d.event, spoke=state is EventState.REPLIED, reason=reason or state.value)
+
+    def _note_life(self, event: BotEvent, *, spoke: bool, reason: str) -> None:
+        """Tell the director what became of an activation it emitted (it says so in ``/why``)."""
+        if LIFE_MARK in event.payload:
+            payload = dict(event.payload)
+            director = self._rt.director
+            director.note_outcome(event.chat_id, event.id, spoke=spoke, reason=reason, payload=payload)
 
     def _budget_allows(self, d: Deliberation) -> bool:
         """The chat's budget, asked again now that this episode holds the chat (under its lock).
@@ -288,6 +300,7 @@ class EpisodeDriver:
             outcome="budget_blocked",
             reason=check.reason,
         )
+        self._note_life(event, spoke=False, reason=check.reason)
         return False
 
     def _gate_closed(self, d: Deliberation) -> bool:
@@ -399,7 +412,10 @@ class EpisodeDriver:
                     else BuildReason(decision if decision in ("high", "medium") else "medium")
                 )
             else:
-                verdict = rt.director.allowed(chat_id, now)
+                grounds = event.payload.get(LIFE_MARK)
+                verdict = rt.director.allowed(
+                    chat_id, now, grounds=grounds if isinstance(grounds, str) else None
+                )
                 if not verdict.allowed:
                     self._finish(d, EventState.SKIPPED, f"life: {verdict.reason}")
                     return
@@ -503,10 +519,11 @@ class EpisodeDriver:
             clock=rt.clock_obj,
             settings=rt.episode_settings,
             permissions=(*PERMISSIONS, *rt.tool_grants(chat_id)),
+            quotes=self._quotable,
         )
         final = outcome.episode
         if outcome.kind is OutcomeKind.REPLIED and outcome.reply:
-            await self._reply(d, trigger, built, outcome.reply, forced, final)
+            await self._reply(d, trigger, built, outcome.reply, forced, final, outcome.quote)
         elif outcome.kind is OutcomeKind.WAITING:
             rt.room.park(final, rt.clock(), forced=forced)
             self._counts["waiting"] += 1
@@ -544,10 +561,14 @@ class EpisodeDriver:
         text: str,
         forced: bool,
         episode: Episode,
+        named: str | None = None,
     ) -> None:
         rt = self._rt
         chat_id = d.chat_id
-        quote = trigger.message_id if trigger is not None and not trigger.is_private else None
+        private = ChatKey.parse(chat_id).is_private
+        # The message the model named (the loop let only someone else's through), else the trigger.
+        quote = named or (trigger.message_id if trigger is not None else None)
+        quote = None if private else quote
         leave_slot()  # a send may wait for the account's rate: the model's slot goes on at once
         result = await rt.outbound.send(chat_id, text, reply_to=quote)
         now = rt.clock()
@@ -586,6 +607,18 @@ class EpisodeDriver:
                 )
             )
             await rt.memory.injector.note_round(chat_id, said, now=now)
+
+    def _quotable(self, chat_id: str, message_id: str) -> str | None:
+        """Whether an episode of ``chat_id`` may quote ``message_id`` (None) or why not: never the bot's
+        own messages (:data:`~runtime.episodes.OWN_MESSAGE`), nor a recalled or unknown one."""
+        if (chat_id, message_id) in self._rt.recalled:
+            return "it was recalled"
+        for message in reversed(self._rt.recent.recent(chat_id)):
+            if message.message_id == message_id:
+                if message.from_self or message.sender_id in self._rt.kernel.settings.self_ids:
+                    return OWN_MESSAGE
+                return "it was recalled" if message.recalled else None
+        return "there is no such message among this chat's recent ones"
 
     async def _graceful(
         self,

@@ -164,7 +164,7 @@ class ModelReasoner:
                 return Malformed(
                     "the reply was empty once cleaned; say something or call observe", action.text
                 )
-            return Reply(text)
+            return Reply(text, action.quote)
         return action
 
 

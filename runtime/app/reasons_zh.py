@@ -41,6 +41,11 @@ _FIXED = {
     "episode not restorable": "回合无法恢复",
     "not saved": "未能保存",
     "waiting": "等待中",
+    "bot exchange": "机器人对话（连续太多条机器人消息，等有人说话）",
+    "nothing to say": "没什么可说",
+    "quiet_hours": "免打扰时段",
+    "tick_cap": "这一拍发起的已经够多",
+    "observed": "想了想，决定不说",
 }
 _NUMBER = r"[\d.]+"
 
@@ -71,6 +76,14 @@ _PATTERNS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = 
     (re.compile(r"forced, delayed: (.+)"), lambda m: f"被点名，推迟：{reason_zh(m.group(1))}"),
     (re.compile(r"forced, dropped: (.+)"), lambda m: f"被点名，放弃：{reason_zh(m.group(1))}"),
     (re.compile(r"superseded by (\S+)"), lambda m: f"被 {m.group(1)} 取代"),
+    (
+        re.compile(r"no_activity: last real message (\d+) s ago"),
+        lambda m: f"群里冷清（{m.group(1)} 秒没人说话），又没什么非说不可的",
+    ),
+    (re.compile(r"no_activity: nobody has spoken in this chat"), lambda m: "这里还没人说过话"),
+    (re.compile(r"observe: (.+)"), lambda m: f"想了想，决定不说：{m.group(1)}"),
+    (re.compile(r"life: (.+)"), lambda m: f"主动发言不合适：{reason_zh(m.group(1))}"),
+    (re.compile(r"bot exchange \((\d+)\)"), lambda m: f"机器人对话（连续第 {m.group(1)} 条机器人消息）"),
 )
 
 

@@ -230,12 +230,16 @@ class Runtime:
         stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
         core.recent.add(stored)
         self.bot.storage.writer.offer(stored)
+        is_bot = not message.from_self and core.kernel.bots.is_bot(message.sender_id)
+        if not is_bot:
+            core.questions.note(message, thread_id)  # another bot's question is never followed up
         if message.from_self:
             return
         core.listeners.notify(message)
         core.why.note(result)
         self.bot.driver.note_arrival(result)
-        core.activity.note(message)
+        if not is_bot:
+            core.activity.note(message)  # another bot's message keeps no chat alive
         core.room.note_message(message, thread_id, message.time)
         if result.activation is not None:  # act now: the kernel made the ready activation
             self.bot.loop.start_episode(result.activation)
@@ -321,6 +325,7 @@ class Runtime:
             from_self=True,
         )
         assignment = core.kernel.note_outgoing(message)
+        core.questions.note(message, assignment.thread.id)
         stored = StoredMessage.from_chat_message(message, thread_id=assignment.thread.id)
         core.recent.add(stored)
         core.deliveries.note(stored)

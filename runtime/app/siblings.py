@@ -8,8 +8,9 @@ recent buffer and the store, so what it said is context — but it never raises 
 triggers an episode, addressed or not. The accounts known are the ``[[accounts]]`` of the config
 and every account a message has since arrived through.
 
-A general roster of other bots (configured ones, detected ones, exchanges broken after a few turns)
-can take this list over: :meth:`SiblingAccounts.known` is what it would be told.
+Other bots are the kernel's :class:`~runtime.kernel.bots.BotRoster` (listed, detected, an exchange
+ended after ``[bots] max_turns`` turns without a person). A sibling is stricter than any of them: it
+gets no turn at all, so the rule stays here, ahead of the kernel, rather than in the roster.
 """
 
 from __future__ import annotations

@@ -26,6 +26,11 @@ class LifeConfig(Section):
     source_timeout_ms: int = Field(default=5_000, ge=10)
     # Deadline of a proposal that does not set one, counted from its not_before.
     default_deadline_ms: int = Field(default=600_000, ge=1_000)
+    # A question put to the bot that it never answered is followed up this long after (if still open),
+    follow_up_after_ms: int = Field(default=1_800_000, ge=60_000)
+    # and no longer once this long has passed since; a silent chat hears a proactive message only
+    # with grounds (an open question, a due follow-up, a memory hook) and someone spoke this recently.
+    follow_up_within_ms: int = Field(default=86_400_000, ge=60_000)
 
     @field_validator("quiet_hours")
     @classmethod

@@ -8,6 +8,7 @@ from runtime.config._base import Section
 from runtime.config.accounts import AccountConfig, listed_once
 from runtime.config.app import AppConfig
 from runtime.config.bot import BotConfig, OutboundConfig
+from runtime.config.bots import BotsConfig
 from runtime.config.context import ContextConfig
 from runtime.config.episodes import EpisodesConfig
 from runtime.config.extensions import ExtensionsConfig
@@ -41,6 +42,7 @@ class GreyWindConfig(Section):
     runtime: AppConfig = AppConfig()
     extensions: ExtensionsConfig = ExtensionsConfig()
     groups: GroupsConfig = GroupsConfig()
+    bots: BotsConfig = BotsConfig()
     mcp: McpConfig = McpConfig()
     # [[accounts]]: per QQ account, keys layered over the tables above (runtime.config.accounts).
     accounts: tuple[AccountConfig, ...] = ()

@@ -46,8 +46,10 @@ from runtime.episodes.control_tools import (
 )
 from runtime.episodes.episode import TRANSITIONS, Episode, EpisodeStatus, EpisodeStep, Heard, Observation
 from runtime.episodes.loop import (
+    OWN_MESSAGE,
     EpisodeOutcome,
     OutcomeKind,
+    QuoteCheck,
     ToolBox,
     heard_from_messages,
     observation_from_messages,
@@ -61,6 +63,7 @@ from runtime.episodes.waiting import RESUME_KIND, WaitingRoom, WaitingStatistics
 
 __all__ = [
     "CONTROL_TOOLS",
+    "OWN_MESSAGE",
     "RESUME_KIND",
     "TRANSITIONS",
     "ActivationSink",
@@ -77,6 +80,7 @@ __all__ = [
     "Observe",
     "OutcomeKind",
     "ParsedAction",
+    "QuoteCheck",
     "Reasoner",
     "Reply",
     "SchedulerSink",

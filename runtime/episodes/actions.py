@@ -16,13 +16,18 @@ from typing import Any, ClassVar
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """Say ``text`` in the chat; the episode is done."""
+    """Say ``text`` in the chat; the episode is done. ``quote``: the id of the message it answers
+    (quoted in a group), when the reasoner names one; the loop refuses one it may not quote."""
 
     type: ClassVar[str] = "reply"
     text: str
+    quote: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "text": self.text}
+        out: dict[str, Any] = {"type": self.type, "text": self.text}
+        if self.quote is not None:
+            out["quote"] = self.quote
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +117,13 @@ def parse_action(raw: object) -> ParsedAction:
             text = raw.get("text")
             if not isinstance(text, str) or not text.strip():
                 return Malformed('reply needs a non-empty "text" string', shown)
-            return Reply(text)
+            quote = raw.get("quote", raw.get("reply_to"))
+            if quote is None or quote == "":
+                return Reply(text)
+            if isinstance(quote, bool) or not isinstance(quote, str | int):
+                return Malformed('reply "quote" must be a message id such as "#12345"', shown)
+            quote = str(quote).strip().lstrip("#").strip()
+            return Reply(text, quote or None)
         case "wait":
             seconds = raw.get("seconds")
             if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:

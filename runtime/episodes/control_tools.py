@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.episodes.actions import Malformed, ParsedAction, ToolCall, Wait, parse_action
+from runtime.episodes.actions import Malformed, ParsedAction, Reply, ToolCall, Wait, parse_action
 from runtime.episodes.episode import Episode
 
 
@@ -35,7 +35,18 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
 REPLY_TOOL = _tool(
     "reply",
     "Say something in the chat now. Ends this turn.",
-    {"text": {"type": "string", "minLength": 1, "description": "The message to send, as you would say it."}},
+    {
+        "text": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The message to send, as you would say it.",
+        },
+        "quote": {
+            "type": "string",
+            "description": "Optional: the #id of the message someone else said that you answer (it is "
+            "quoted). Never one of your own messages.",
+        },
+    },
     ["text"],
 )
 WAIT_TOOL = _tool(
@@ -114,13 +125,16 @@ def episode_messages(episode: Episode) -> list[dict[str, Any]]:
             problem = observation.content if observation is not None else action.problem
             messages.append({"role": "system", "content": f"[your last answer could not be used: {problem}]"})
             continue
-        if not isinstance(action, ToolCall | Wait):
+        refused_reply = isinstance(action, Reply) and observation is not None
+        if not isinstance(action, ToolCall | Wait) and not refused_reply:
             continue  # reply / observe / expire end the run; nothing follows them
         call_id = f"call_{episode.id}_{step.index}"
         if isinstance(action, ToolCall):
             name, args = action.name, dict(action.args)
             call_id = action.call_id or call_id
-        else:
+        elif isinstance(action, Reply):  # a reply the loop refused (its quote): the model hears why
+            name, args = "reply", {"text": action.text, "quote": action.quote}
+        elif isinstance(action, Wait):
             name, args = "wait", {"seconds": action.seconds, "reason": action.reason}
         messages.append(
             {

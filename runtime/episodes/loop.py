@@ -5,7 +5,7 @@
 ========================  ==============  ================================================
 the reasoner decides      status          outcome
 ========================  ==============  ================================================
-reply(text)               done            ``replied`` (the caller sends ``outcome.reply``)
+reply(text[, quote])      done            ``replied`` (the caller sends ``outcome.reply``)
 observe(reason)           done            ``observed`` (stay silent)
 wait(seconds, reason)     waiting         ``waiting`` (the caller schedules ``outcome.until``)
 expire(reason)            expired         ``expired``
@@ -17,6 +17,12 @@ Limits and guards, each with its own outcome: the run's deadline (``deadline``),
 steps in a row (unknown tool, bad arguments, timeouts, unreadable actions, refused waits) and a tool
 call identical (name and arguments) to the run's previous one, the classic sign of a stuck loop.
 
+A reply may name the message it answers (``quote``, an ``#id`` the model saw). Only a message
+someone else said may be quoted: one the episode heard, or one the caller's ``quotes`` check lets
+through. The bot's own messages never are, whatever the model asks: the reply is refused, the step
+records a failure whose observation says why (the model may answer again, without that quote), and
+the run goes on (the refusal counts towards ``max_consecutive_failures``).
+
 Waiting costs nothing while it lasts: the loop returns, the caller parks the episode in the
 scheduler (see ``runtime.episodes.waiting``), and :func:`resume` hands it back with what happened in
 its thread meanwhile. Only the reasoner and tools are awaited; there is no sleeping anywhere.
@@ -24,7 +30,7 @@ its thread meanwhile. Only the reasoner and tools are awaited; there is no sleep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
@@ -56,6 +62,11 @@ S = EpisodeStatus
 # Messages an episode keeps in ``heard``; the oldest go first (a resume adds at most the room's news).
 MAX_HEARD = 200
 
+#: The caller's check of a quote the episode did not hear: ``(chat id, message id)`` -> ``None`` when it
+#: may be quoted, else why not (``"own"`` for one of the bot's own messages, or a sentence).
+QuoteCheck = Callable[[str, str], str | None]
+OWN_MESSAGE = "own"
+
 
 class OutcomeKind(StrEnum):
     REPLIED = "replied"
@@ -69,13 +80,15 @@ class OutcomeKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class EpisodeOutcome:
-    """How a run ended. ``reply`` is set for ``replied``; ``until`` for ``waiting``."""
+    """How a run ended. ``reply`` (and the ``quote`` it answers, if named) is set for ``replied``;
+    ``until`` for ``waiting``."""
 
     kind: OutcomeKind
     episode: Episode
     reason: str = ""
     reply: str | None = None
     until: float | None = None
+    quote: str | None = None
 
 
 class ToolBox(Protocol):
@@ -131,11 +144,13 @@ async def run_episode(
     clock: Clock,
     settings: EpisodeSettings,
     permissions: Iterable[str] = (),
+    quotes: QuoteCheck | None = None,
 ) -> EpisodeOutcome:
     """Run ``initial`` (which must be ``pending``) until it decides or hits a limit.
 
     ``reasoner`` follows the :class:`~runtime.episodes.reasoner.Reasoner` protocol. ``permissions``
     are the caller's grants: the reasoner sees only the tools they allow, and tools check them again.
+    ``quotes`` judges a quote of a message the episode did not hear (none given: only heard ones).
     """
     if initial.status is not S.PENDING:
         raise IllegalTransition(f"episode {initial.id}", initial.status.value, S.THINKING.value)
@@ -166,7 +181,7 @@ async def run_episode(
             )
         decided = clock.now()
         action = parse_action(raw)
-        outcome = await _act(run, action, tools, settings, granted, now, decided)
+        outcome = await _act(run, action, tools, settings, granted, now, decided, quotes)
         if outcome is not None:
             return outcome
 
@@ -179,12 +194,23 @@ async def _act(
     granted: frozenset[str],
     started: float,
     decided: float,
+    quotes: QuoteCheck | None = None,
 ) -> EpisodeOutcome | None:
     ep = run.episode
     match action:
-        case Reply(text=text):
+        case Reply(text=text, quote=quote):
+            refusal = _refuse_quote(ep, quote, quotes) if quote is not None else None
+            if refusal is not None:
+                return _failed_step(
+                    run,
+                    action,
+                    Observation.failure("reply", "quote_refused", refusal),
+                    settings,
+                    started,
+                    decided,
+                )
             run.step(action, None, started, decided)
-            return run.end(OutcomeKind.REPLIED, S.DONE, "replied", reply=text)
+            return run.end(OutcomeKind.REPLIED, S.DONE, "replied", reply=text, quote=quote)
         case Observe(reason=reason):
             run.step(action, None, started, decided)
             return run.end(OutcomeKind.OBSERVED, S.DONE, f"observe: {reason}".rstrip(": "))
@@ -297,6 +323,21 @@ def _count_failure(run: _Run, settings: EpisodeSettings) -> EpisodeOutcome | Non
     detail = f" (last: {last.error}: {last.content[:200]})" if last is not None else ""
     return run.end(
         OutcomeKind.FAILED, S.FAILED, f"too_many_failures: {run.failures} failed steps in a row{detail}"
+    )
+
+
+def _refuse_quote(episode: Episode, quote: str, quotes: QuoteCheck | None) -> str | None:
+    """Why ``quote`` may not be quoted, or ``None``: what the episode heard others say may be."""
+    if any(h.message_id == quote for h in episode.heard):
+        return None
+    verdict = quotes(episode.chat_id, quote) if quotes is not None else "it is not a message you heard here"
+    if verdict is None:
+        return None
+    if verdict == OWN_MESSAGE:
+        verdict = "it is your own message: you never reply to or quote yourself"
+    return (
+        f"not sent: you cannot quote #{quote}, {verdict}. "
+        "Reply without a quote, or quote what someone else said"
     )
 
 

@@ -6,9 +6,19 @@ registration, held here and dropped when the registration goes. What they return
 :class:`Proposal` values; a proposal becomes a proactive activation (``not_before``, ``deadline``,
 ``priority``) in the kernel's scheduler only if
 
-- its chat had a real (non-bot) message within ``recent_activity_ms`` — silence is not activity;
+- it says what the bot would speak about (a non-empty ``reason``) — nothing to say, nothing said;
+- its chat had a real (non-bot) message within ``recent_activity_ms`` — silence is not activity —
+  or, for a chat that went silent, the proposal has :class:`~runtime.extensions.spec.Grounds` (an
+  open question to the bot, a due follow-up, a memory hook) and someone spoke there within
+  ``follow_up_within_ms``;
 - it would not start inside the quiet hours (local time of ``[life] timezone``);
 - the tick has not already emitted ``max_proposals_per_tick``.
+
+Whether the bot spoke is said truthfully, per chat: a tick notes each live chat it had nothing for
+(``nothing to say``) and each proposal it turned down (with the rule's reason); a proposal it
+emitted is ``scheduled`` until the episode driver reports the outcome (:meth:`note_outcome`: spoke,
+or why not — the model chose silence, the budget, a closed gate). :meth:`note` reads the latest for
+a chat (``/why`` shows it), and the ``life_tick`` / ``proactive_outcome`` log lines say the same.
 
 The activations a registration caused are cancelled when it is disposed. The kernel applies the chat's
 budget when they fall due; :meth:`allowed` lets the bot check the chat is still live at that moment.
@@ -19,7 +29,7 @@ tick goes on with the others.
 from __future__ import annotations
 
 import inspect
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -31,13 +41,18 @@ from runtime.config.life import LifeConfig
 from runtime.episodes.sink import ActivationSink
 from runtime.extensions.chat_activity import ChatActivity
 from runtime.extensions.registry import ExtensionRegistry, Registration
-from runtime.extensions.spec import LifeContext, Proposal, as_proposals
+from runtime.extensions.spec import Grounds, LifeContext, Proposal, as_proposals
 from runtime.kernel.clock import Clock
 
 log = structlog.get_logger("greywind.life")
 
 # Activations remembered per registration for cancellation on disposal; older ones have long fired.
 _TRACKED = 64
+# Chats whose latest proactive decision is kept for ``/why``.
+_NOTED_CHATS = 4_096
+#: The payload key that marks an activation the director emitted (and its grounds, if any).
+LIFE_MARK = "life"
+NOTHING_TO_SAY = "nothing to say"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +66,8 @@ class LifeSettings:
     max_proposals_per_tick: int = 3
     source_timeout: float = 5.0
     default_deadline: float = 600.0
+    follow_up_after: float = 1_800.0
+    follow_up_within: float = 86_400.0
 
     @classmethod
     def from_config(cls, config: LifeConfig) -> LifeSettings:
@@ -68,6 +85,8 @@ class LifeSettings:
             max_proposals_per_tick=config.max_proposals_per_tick,
             source_timeout=config.source_timeout_ms / 1000,
             default_deadline=config.default_deadline_ms / 1000,
+            follow_up_after=config.follow_up_after_ms / 1000,
+            follow_up_within=config.follow_up_within_ms / 1000,
         )
 
 
@@ -79,12 +98,26 @@ class Verdict:
 
 @dataclass(frozen=True, slots=True)
 class TickReport:
+    """What one tick did. It never speaks itself: ``emitted`` are activations that may speak when
+    they fall due (the driver reports whether they did); every other live chat is ``silent``."""
+
     now: float
     quiet: bool
     called: tuple[str, ...]
     emitted: tuple[str, ...]  # activation ids
     suppressed: tuple[tuple[str, str], ...]  # (chat_id, reason)
     failed: tuple[str, ...]
+    silent: tuple[tuple[str, str], ...] = ()  # (chat_id, why it says nothing): no proposal, or refused
+
+
+@dataclass(frozen=True, slots=True)
+class LifeNote:
+    """The latest proactive decision about a chat: ``spoke`` True / False, or None while scheduled."""
+
+    at: float
+    spoke: bool | None
+    reason: str
+    grounds: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +130,10 @@ class DirectorStatistics:
     suppressed_quiet: int
     suppressed_inactive: int
     suppressed_cap: int
+    suppressed_no_reason: int
     failures: int
+    spoke: int
+    stayed_silent: int
 
 
 class LifeDirector:
@@ -120,6 +156,7 @@ class LifeDirector:
         self._zone = ZoneInfo(settings.timezone)
         self._next_at: dict[str, float] = {}
         self._activations: dict[str, deque[str]] = {}
+        self._notes: OrderedDict[str, LifeNote] = OrderedDict()
         self._counts = dict.fromkeys(
             (
                 "ticks",
@@ -128,7 +165,10 @@ class LifeDirector:
                 "suppressed_quiet",
                 "suppressed_inactive",
                 "suppressed_cap",
+                "suppressed_no_reason",
                 "failures",
+                "spoke",
+                "stayed_silent",
             ),
             0,
         )
@@ -149,17 +189,22 @@ class LifeDirector:
         minute = local.hour * 60 + local.minute
         return start <= minute < end if start < end else minute >= start or minute < end
 
-    def allowed(self, chat_id: str, now: float, at: float | None = None) -> Verdict:
-        """May a proactive message start in ``chat_id`` at ``at`` (default ``now``)?"""
+    def allowed(
+        self, chat_id: str, now: float, at: float | None = None, *, grounds: Grounds | str | None = None
+    ) -> Verdict:
+        """May a proactive message start in ``chat_id`` at ``at`` (default ``now``)? A chat that went
+        silent only with ``grounds`` (and someone spoke there within ``follow_up_within``)."""
         at = now if at is None else at
         if self.quiet_at(at):
             return Verdict(False, "quiet_hours")
         last = self._chats.last_activity(chat_id)
         if last is None:
             return Verdict(False, "no_activity: nobody has spoken in this chat")
-        if now - last > self._settings.recent_activity:
-            return Verdict(False, f"no_activity: last real message {now - last:.0f} s ago")
-        return Verdict(True, "live")
+        if now - last <= self._settings.recent_activity:
+            return Verdict(True, "live")
+        if grounds and now - last <= self._settings.follow_up_within:
+            return Verdict(True, f"silent, but {Grounds(grounds).value}")
+        return Verdict(False, f"no_activity: last real message {now - last:.0f} s ago")
 
     # -- the tick ---------------------------------------------------------------------------
 
@@ -176,6 +221,7 @@ class LifeDirector:
         emitted: list[str] = []
         suppressed: list[tuple[str, str]] = []
         failed: list[str] = []
+        spoken_for: set[str] = set()  # chats given an activation by this tick
         for entry in [*self._registry.entries("activity"), *self._registry.entries("life_source")]:
             if now < self._next_at.get(entry.key, now):
                 continue
@@ -188,8 +234,35 @@ class LifeDirector:
             if entry.scope.disposed:
                 continue  # withdrawn while it ran: what it proposed goes with it
             for proposal in proposals:
-                self._consider(entry, proposal, now, emitted, suppressed)
-        return TickReport(now, quiet, tuple(called), tuple(emitted), tuple(suppressed), tuple(failed))
+                if self._consider(entry, proposal, now, emitted, suppressed):
+                    spoken_for.add(proposal.chat_id)
+        silent: dict[str, str] = {}
+        for chat_id, why in suppressed:
+            if chat_id not in spoken_for:
+                silent.setdefault(chat_id, why)
+        for chat_id in context.active_chats:
+            if chat_id not in spoken_for:
+                silent.setdefault(chat_id, "quiet_hours" if quiet else NOTHING_TO_SAY)
+        for chat_id, why in silent.items():
+            self._note(chat_id, LifeNote(now, False, why), from_tick=True)
+        report = TickReport(
+            now,
+            quiet,
+            tuple(called),
+            tuple(emitted),
+            tuple(suppressed),
+            tuple(failed),
+            tuple(silent.items()),
+        )
+        say = log.info if emitted or suppressed else log.debug
+        say(
+            "life_tick",
+            spoke=False,  # a tick only schedules: proactive_outcome says whether the bot spoke
+            scheduled=len(emitted),
+            silent=len(silent),
+            reason="scheduled" if emitted else (suppressed[0][1] if suppressed else NOTHING_TO_SAY),
+        )
+        return report
 
     async def run(self) -> None:
         """Tick forever, every ``tick`` seconds; meant for the lifespan's task group."""
@@ -223,26 +296,37 @@ class LifeDirector:
         now: float,
         emitted: list[str],
         suppressed: list[tuple[str, str]],
-    ) -> None:
+    ) -> bool:
+        """Emit ``proposal`` if the rules allow; whether it was."""
+        if not proposal.reason.strip():
+            self._counts["suppressed_no_reason"] += 1
+            suppressed.append((proposal.chat_id, NOTHING_TO_SAY))
+            return False
         at = max(now, proposal.not_before if proposal.not_before is not None else now)
-        verdict = self.allowed(proposal.chat_id, now, at)
+        verdict = self.allowed(proposal.chat_id, now, at, grounds=proposal.grounds)
         if not verdict.allowed:
             key = "suppressed_quiet" if verdict.reason == "quiet_hours" else "suppressed_inactive"
             self._counts[key] += 1
             suppressed.append((proposal.chat_id, verdict.reason))
-            return
+            return False
         if len(emitted) >= self._settings.max_proposals_per_tick:
             self._counts["suppressed_cap"] += 1
             suppressed.append((proposal.chat_id, "tick_cap"))
-            return
+            return False
         deadline = proposal.deadline
         if deadline is None:
             deadline = at + self._settings.default_deadline
         if deadline < at:
             self._counts["failures"] += 1
             suppressed.append((proposal.chat_id, "deadline_before_not_before"))
-            return
-        payload = {**proposal.payload, "source": entry.key, "reason": proposal.reason}
+            return False
+        grounds = proposal.grounds.value if proposal.grounds is not None else None
+        payload = {
+            **proposal.payload,
+            "source": entry.key,
+            "reason": proposal.reason,
+            LIFE_MARK: grounds or True,
+        }
         scheduled = self._sink.schedule_activation(
             proposal.kind,
             proposal.chat_id,
@@ -263,7 +347,47 @@ class LifeDirector:
             event_id=scheduled.id,
             not_before=at,
             reason=proposal.reason,
+            grounds=grounds,
         )
+        self._note(proposal.chat_id, LifeNote(now, None, f"scheduled: {proposal.reason}", grounds))
+        return True
+
+    # -- what became of it ------------------------------------------------------------------------
+
+    def note_outcome(
+        self, chat_id: str, event_id: str, *, spoke: bool, reason: str, payload: dict[str, object]
+    ) -> None:
+        """The episode driver's word on an activation this director emitted: spoke, or why not."""
+        now = self._clock.now()
+        mark = payload.get(LIFE_MARK)
+        grounds = mark if isinstance(mark, str) else None
+        about = str(payload.get("reason", ""))
+        self._counts["spoke" if spoke else "stayed_silent"] += 1
+        why = f"spoke: {about}" if spoke else f"{reason} ({about})" if about else reason
+        self._note(chat_id, LifeNote(now, spoke, why, grounds))
+        log.info(
+            "proactive_outcome",
+            chat_id=chat_id,
+            event_id=event_id,
+            spoke=spoke,
+            reason=reason,
+            about=about,
+            grounds=grounds,
+        )
+
+    def note(self, chat_id: str) -> LifeNote | None:
+        """The latest proactive decision about ``chat_id`` (a tick's, or an emitted one's outcome)."""
+        return self._notes.get(chat_id)
+
+    def _note(self, chat_id: str, note: LifeNote, *, from_tick: bool = False) -> None:
+        notes = self._notes
+        current = notes.get(chat_id)
+        if from_tick and current is not None and current.spoke is None:
+            return  # an emitted activation has not run yet: its outcome is the chat's news
+        notes[chat_id] = note
+        notes.move_to_end(chat_id)
+        while len(notes) > _NOTED_CHATS:
+            notes.popitem(last=False)
 
     def _forget(self, entry: Registration) -> None:
         self._next_at.pop(entry.key, None)

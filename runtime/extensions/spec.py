@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel
@@ -68,12 +69,22 @@ class GameSpec:
             raise InvalidExtensionError(f"game {self.name!r} exposes no tools")
 
 
+class Grounds(StrEnum):
+    """What the bot has to say in a chat that went silent: the only reasons it speaks into one."""
+
+    OPEN_QUESTION = "open_question"  # someone asked the bot something it never answered
+    FOLLOW_UP = "follow_up"  # something it was to come back to is due
+    MEMORY_HOOK = "memory_hook"  # a memory ties to now (a date, a promise)
+
+
 @dataclass(frozen=True, slots=True)
 class Proposal:
     """A life source's wish to speak in a chat later; the director decides if it may.
 
-    Times are clock seconds; ``not_before`` defaults to the tick's time and ``deadline`` to
-    ``[life] default_deadline_ms`` after it.
+    ``reason`` says what the bot would speak about (a proposal without one is never emitted);
+    ``grounds`` which of the :class:`Grounds` it is, if any: only a proposal with grounds may speak
+    into a chat that went silent. Times are clock seconds; ``not_before`` defaults to the tick's time
+    and ``deadline`` to ``[life] default_deadline_ms`` after it.
     """
 
     chat_id: str
@@ -84,6 +95,11 @@ class Proposal:
     thread_id: str | None = None
     kind: str = "proactive"
     payload: Mapping[str, object] = field(default_factory=dict)
+    grounds: Grounds | None = None
+
+    def __post_init__(self) -> None:
+        if self.grounds is not None and self.grounds.__class__ is not Grounds:
+            object.__setattr__(self, "grounds", Grounds(self.grounds))  # ValueError for an unknown one
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,13 @@ What :meth:`Kernel.ingest` does with a message, by attention decision:
   ``high_deadline`` / ``medium_deadline`` after it. The event's priority is the attention score.
 - **low**: recorded (the event is ``skipped``, reason ``attention low``).
 
+A message from another bot (:mod:`runtime.kernel.bots`: ``[bots] ids``, ids the composition root adds
+to :attr:`Kernel.bots`, and accounts that answer within a second every time) counts one *bot turn* in
+its chat; a person's message sets the count back to zero. Past ``[bots] max_turns`` a bot's message
+is only recorded (low, reason ``bot exchange``, whatever it says) until a person speaks. The bot's
+own messages (``from_self``, or a sender in ``self_ids``) are never scored at all: they join their
+thread and nothing else.
+
 A newer scheduled or forced message supersedes the older pending *message* activation of the same
 conversation thread (or chat, or nothing: ``scheduling.supersede``): that event is ``skipped`` with
 reason ``superseded by <id>`` and reported once by the next :meth:`Kernel.due`. Activations made by
@@ -70,6 +77,7 @@ from runtime.kernel._build import builder
 from runtime.kernel._signals import looks_like_question
 from runtime.kernel._supersede import MESSAGE_KIND, Supersession
 from runtime.kernel.attention import Attention, AttentionInput, Decision, score_attention
+from runtime.kernel.bots import BOT_EXCHANGE, BotRoster
 from runtime.kernel.budget import Budgets, BudgetVerdict
 from runtime.kernel.deliberation import Deliberation
 from runtime.kernel.errors import IllegalTransition, InvalidSetting
@@ -146,6 +154,8 @@ class Kernel:
         self.budgets = Budgets(s.budget, s.forced_budget)
         self.lexicon = lexicon if lexicon is not None else DynamicLexicon(s.lexicon, segmenter=segmenter)
         self._self_ids = frozenset(s.self_ids)
+        # Other bots (known and detected) and each chat's bot turns; the composition root adds ids.
+        self.bots = BotRoster(s.bots)
         # The pending message activation per supersede key (thread id or chat id).
         self._supersession = Supersession(s.scheduling.supersede, self.events, self.scheduler)
         self._deliberating: dict[str, tuple[str, float]] = {}  # event id -> (chat id, began at)
@@ -186,6 +196,8 @@ class Kernel:
         s = self.settings
         now = message.time
         chat_id = message.chat_id
+        bots = self.bots
+        bot_turns = bots.observe(chat_id, message.sender_id, now)
         assignment = self.threads.assign(message)
         thread_id = assignment.thread.id
 
@@ -224,6 +236,10 @@ class Kernel:
             tuple(dict.fromkeys([h.term for h in topical])) if topical else (),  # keywords
         )
         attention = score_attention(inp, s.attention)
+        held_back = bot_turns > 0 and bots.holds_back(bot_turns)
+        if held_back:  # a bot exchange ran past [bots] max_turns: recorded until a person speaks
+            reasons = (*attention.reasons, f"{BOT_EXCHANGE} ({bot_turns})")
+            attention = Attention(attention.score, _LOW, reasons)
 
         if s.scheduling.learn_queue_max and text:
             if len(self._learn_queue) == self._learn_queue.maxlen:
@@ -247,9 +263,10 @@ class Kernel:
                 actor_ids=actors,
                 evidence_message_ids=evidence,
                 priority=attention.score,
+                payload={"skip_reason": BOT_EXCHANGE} if held_back else None,
                 state=_SKIPPED,
             )
-            action, reason = _RECORDED, "attention low"
+            action, reason = _RECORDED, BOT_EXCHANGE if held_back else "attention low"
         elif decision is _FORCED:
             action, event, reason, activate_at = self._forced(message, chat_id, thread_id, attention, now)
         else:
@@ -525,6 +542,7 @@ class Kernel:
         assignment = self.threads.assign(message)
         now = message.time
         self._bot_in_thread[assignment.thread.id] = now
+        self.bots.note_own(message.chat_id, now)
         previous = self._last_message_at.get(message.chat_id)
         self._last_message_at[message.chat_id] = now if previous is None else max(previous, now)
         return assignment
@@ -584,6 +602,7 @@ class Kernel:
             del self._bot_in_thread[thread_id]
         for chat_id in [c for c, at in self._last_message_at.items() if at < horizon]:
             del self._last_message_at[chat_id]
+        self.bots.prune(horizon)
         threads = self.threads
         for thread_id in [t for t in self._match_keys if threads.get(t) is None]:
             del self._match_keys[thread_id]

@@ -1,8 +1,8 @@
 """Kernel settings: frozen values in kernel units (seconds), built from the config sections.
 
 ``KernelSettings.from_config(cfg)`` is the one place where ``[budget]``, ``[attention]``,
-``[scheduling]``, ``[threads]``, ``[lexicon]`` and ``[persona]`` become kernel values; every ``*_ms``
-key is divided by 1000 here. ``KernelSettings()`` holds the same defaults as an empty config file, so
+``[scheduling]``, ``[threads]``, ``[lexicon]``, ``[bots]`` and ``[persona]`` become kernel values; every
+``*_ms`` key is divided by 1000 here. ``KernelSettings()`` holds the same defaults as an empty config file, so
 tests and benchmarks can build a kernel without one.
 """
 
@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from runtime.kernel.attention import AttentionWeights
+from runtime.kernel.bots import BotSettings
 from runtime.kernel.budget import BudgetPolicy
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.lexicon.settings import LexiconSettings
@@ -83,6 +84,8 @@ class KernelSettings:
     threads: ThreadSettings = field(default_factory=ThreadSettings)
     lexicon: LexiconSettings = field(default_factory=LexiconSettings)
     events: EventSettings = field(default_factory=EventSettings)
+    # ``[bots]``: other bots, and how many of their messages in a row the bot still answers.
+    bots: BotSettings = field(default_factory=BotSettings)
     persona_name: str = "灰风"
     # Other names the bot answers to; with the name, pinned in the persona lexicon key at start.
     persona_aliases: tuple[str, ...] = ("greywind",)
@@ -133,6 +136,12 @@ class KernelSettings:
             ),
             threads=ThreadSettings.from_config(cfg.threads),
             lexicon=LexiconSettings.from_config(cfg.lexicon),
+            bots=BotSettings(
+                ids=tuple(cfg.bots.ids),
+                max_turns=cfg.bots.max_turns,
+                detect_runs=cfg.bots.detect_runs,
+                detect_latency=cfg.bots.detect_latency_ms / 1000.0,
+            ),
             persona_name=cfg.persona.name,
             persona_aliases=tuple(cfg.persona.aliases),
             lexicon_terms=tuple(cfg.lexicon.terms),
