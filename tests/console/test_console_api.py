@@ -1,0 +1,168 @@
+"""The console's API over a running runtime: every route under /api/ refuses an anonymous request,
+changes need the CSRF token, logins are rate-limited, and the pages show and steer the runtime
+through its admin control."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.routing import Mount, Route
+
+from runtime.console.auth import LOGIN_FAILURES
+from runtime.console.security import OPEN_ROUTES
+from tests.console.conftest import PASSWORD, Console, console_for
+
+pytestmark = pytest.mark.asyncio
+
+CHAT = "group:500"
+
+
+def flatten(routes: list[Any]) -> list[Any]:
+    """The application's routes, included routers opened (no router here adds a prefix)."""
+    out: list[Any] = []
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        out.extend(flatten(list(inner.routes)) if inner is not None else [route])
+    return out
+
+
+def api_routes(console: Console) -> list[tuple[str, str]]:
+    found = []
+    for route in flatten(list(console.app.routes)):
+        if isinstance(route, Route) and route.path.startswith("/api/"):
+            found.extend((route.path, method) for method in sorted(route.methods or ()) if method != "HEAD")
+        assert not (isinstance(route, Mount) and route.path.startswith("/api")), route
+    return found
+
+
+async def test_every_api_route_answers_401_without_a_session(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        routes = api_routes(console)
+        assert len(routes) >= 10  # the pages' routes are all seen
+        for path, method in routes:
+            if (path, method) in OPEN_ROUTES:
+                continue
+            response = await console.client.request(method, "/console" + path + "?chat=" + CHAT, json={})
+            assert response.status_code == 401, (path, method, response.status_code)
+        # A forged cookie is no session either.
+        console.client.cookies.set("greywind_console", "forged")
+        assert (await console.client.get("/console/api/overview")).status_code == 401
+
+
+async def test_login_sets_a_strict_httponly_cookie_and_changes_need_the_csrf_token(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        response = await console.client.post("/console/api/login", json={"password": PASSWORD})
+        cookie = response.headers["set-cookie"].lower()
+        assert "httponly" in cookie
+        assert "samesite=strict" in cookie
+        assert "path=/console" in cookie
+        assert "secure" not in cookie  # plain http here; over TLS it is Secure
+        assert (await console.client.get("/console/api/overview")).status_code == 200
+        refused = await console.client.post("/console/api/group/enabled", json={"chat": CHAT, "on": False})
+        assert refused.status_code == 403
+        assert console.harness.runtime.bot.core.groups.enabled(CHAT)
+        console.client.headers["X-CSRF-Token"] = response.json()["csrf"]
+        done = await console.client.post("/console/api/group/enabled", json={"chat": CHAT, "on": False})
+        assert done.status_code == 200
+        assert "已停用" in done.json()["answer"]
+        assert not console.harness.runtime.bot.core.groups.enabled(CHAT)
+
+
+async def test_failed_logins_are_limited_per_address_even_with_the_right_password_after(
+    tmp_path: Path,
+) -> None:
+    async with console_for(tmp_path) as console:
+        for _ in range(LOGIN_FAILURES):
+            assert (
+                await console.client.post("/console/api/login", json={"password": "nope"})
+            ).status_code == 401
+        limited = await console.client.post("/console/api/login", json={"password": PASSWORD})
+        assert limited.status_code == 429
+        assert int(limited.headers["retry-after"]) > 0
+
+
+async def test_pages_carry_a_strict_csp_and_the_login_page_is_a_password_form(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        page = await console.client.get("/console/login.html")
+        assert page.status_code == 200
+        assert 'type="password"' in page.text
+        assert "<form" in page.text
+        csp = page.headers["content-security-policy"]
+        assert "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp
+        assert "frame-ancestors 'none'" in csp
+        assert "<script>" not in page.text  # scripts are files, never inline
+        index = await console.client.get("/console/")
+        assert index.status_code == 200
+        assert "overview.js" in index.text
+
+
+async def test_the_live_view_shows_a_message_with_its_decision_and_reasons(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        await console.login()
+        await console.harness.say("灰风 你们在聊什么？", addressed=True)
+        recent = (await console.client.get("/console/api/live/recent", params={"chat": CHAT})).json()
+        [message] = recent["messages"]
+        assert message["decision"] == "forced"
+        assert message["reasons_zh"]
+        assert message["text"] == "灰风 你们在聊什么？"
+        groups = (await console.client.get("/console/api/groups")).json()["groups"]
+        assert groups[0]["chat_id"] == CHAT
+        assert groups[0]["per_minute"] == 1
+
+
+async def test_a_threshold_override_changes_the_decision_and_survives_in_the_data_dir(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        await console.login()
+        harness = console.harness
+        before = await harness.say("今天的天气怎么样？")
+        low = harness.runtime.bot.core.why.get(CHAT, before.message_id)
+        assert low is not None
+        assert low.attention.decision.value == "low"
+        answer = await console.client.post(
+            "/console/api/group/thresholds", json={"chat": CHAT, "high": 0.9, "medium": 0.01}
+        )
+        assert answer.status_code == 200
+        assert answer.json()["thresholds"]["medium"] == {
+            "value": 0.01,
+            "origin": "group",
+            "config": 0.35,
+            "default": 0.35,
+        }
+        after = await harness.say("明天的天气怎么样？")
+        scored = harness.runtime.bot.core.why.get(CHAT, after.message_id)
+        assert scored is not None
+        assert scored.attention.decision.value == "medium"
+        assert (harness.data_dir / "thresholds.json").read_text(
+            encoding="utf-8"
+        ) == '{"group:500": {"high": 0.9, "medium": 0.01}}'
+        bad = await console.client.post(
+            "/console/api/group/thresholds", json={"chat": CHAT, "high": 0.1, "medium": 0.5}
+        )
+        assert "没有改" in bad.json()["answer"]
+        assert harness.runtime.kernel.thresholds(CHAT).medium == 0.01
+
+
+async def test_mute_lexicon_and_overview_go_through_the_admin_control(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        await console.login()
+        muted = await console.client.post("/console/api/group/mute", json={"chat": CHAT, "minutes": 5})
+        assert "安静 5 分钟" in muted.json()["answer"]
+        group = (await console.client.get("/console/api/group", params={"chat": CHAT})).json()
+        assert group["gate"]["open"] is False
+        await console.client.post("/console/api/group/unmute", json={"chat": CHAT})
+        added = await console.client.post(
+            "/console/api/group/lexicon", json={"chat": CHAT, "action": "add", "term": "原神"}
+        )
+        assert "已加入" in added.json()["answer"]
+        await console.client.post(
+            "/console/api/group/lexicon", json={"chat": CHAT, "action": "pin", "term": "原神"}
+        )
+        group = (await console.client.get("/console/api/group", params={"chat": CHAT})).json()
+        assert group["gate"]["open"] is True
+        assert [(t["text"], t["status"]) for t in group["lexicon"]] == [("原神", "pinned")]
+        overview = (await console.client.get("/console/api/overview")).json()
+        titles = [card["title"] for card in overview["cards"]]
+        assert titles == ["connections", "messages", "model", "health", "extensions"]
