@@ -90,7 +90,7 @@ const GW = (() => {
     const response = await fetch(path, init);
     if (response.status === 401 && !path.endsWith("api/login")) {
       location.href = "login.html";
-      throw new Error("login required");
+      return new Promise(() => {}); // the page is leaving: nothing more to do here
     }
     const data = await response.json().catch(() => ({}));
     if (!response.ok) throw Object.assign(new Error(data.error || response.statusText), { status: response.status, data });
