@@ -71,6 +71,7 @@ function addMessage(m) {
   if (old) old.replaceWith(row);
   else add(row);
   rows.set(m.message_id, row);
+  plot();
 }
 
 function update(u) {
@@ -82,7 +83,45 @@ function update(u) {
   rows.set(u.message_id, fresh);
 }
 
+// Attention over time: the shown messages' scores (newest right) against the chat's thresholds.
+let thresholdsNow = null;
+function plot() {
+  const box = document.getElementById("plot");
+  if (!box) return;
+  const points = [...rows.values()].map((r) => JSON.parse(r.dataset.item)).sort((a, b) => a.time - b.time).slice(-120);
+  const W = Math.max(300, box.clientWidth - 24), H = 120, pad = 8;
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  svg.setAttribute("class", "plot");
+  const y = (v) => H - pad - Math.max(0, Math.min(1, v)) * (H - 2 * pad);
+  for (const [name, v] of Object.entries(thresholdsNow || {})) {
+    const line = document.createElementNS(ns, "line");
+    line.setAttribute("x1", "0"); line.setAttribute("x2", String(W));
+    line.setAttribute("y1", String(y(v))); line.setAttribute("y2", String(y(v)));
+    line.setAttribute("class", "threshold threshold-" + name);
+    const label = document.createElementNS(ns, "text");
+    label.setAttribute("x", "4"); label.setAttribute("y", String(y(v) - 3));
+    label.setAttribute("class", "threshold-label");
+    label.textContent = `${t(name)} ${v.toFixed(2)}`;
+    svg.append(line, label);
+  }
+  points.forEach((p, i) => {
+    const left = 70;
+    const x = points.length === 1 ? left : left + (i * (W - left - pad)) / (points.length - 1);
+    const dot = document.createElementNS(ns, "circle");
+    dot.setAttribute("cx", String(x)); dot.setAttribute("cy", String(y(p.score))); dot.setAttribute("r", "4");
+    dot.setAttribute("class", "dot dot-" + p.decision);
+    const title = document.createElementNS(ns, "title");
+    title.textContent = `${p.score.toFixed(2)} ${p.sender_name || p.sender_id}`;
+    dot.append(title);
+    svg.append(dot);
+  });
+  box.replaceChildren(svg);
+}
+
 function side(budget, pending, thresholds) {
+  if (thresholds) thresholdsNow = thresholds;
   const box = document.getElementById("side");
   const b = budget;
   box.replaceChildren(
@@ -109,6 +148,7 @@ async function open(chatId) {
   shadow = data.shadow_mode;
   for (const m of data.messages) addMessage(m);
   side(data.budget, data.pending, data.thresholds);
+  plot();
   source = new EventSource("api/live/stream?chat=" + encodeURIComponent(chat));
   source.addEventListener("message", (e) => addMessage(JSON.parse(e.data)));
   source.addEventListener("reply", (e) => add(replyRow(JSON.parse(e.data))));
@@ -136,6 +176,7 @@ function layout() {
       el("input", { id: "chat-filter", placeholder: t("filter"), oninput: () => groups() }),
       el("select", { id: "chat-select", onchange: (e) => e.target.value && open(e.target.value) }),
       el("strong", { id: "chat-title" })),
+    el("div", { id: "plot", class: "card plot-box" }),
     el("div", { class: "live" }, el("ul", { id: "messages", class: "messages" }), el("aside", { id: "side", class: "card" })));
 }
 
