@@ -29,6 +29,7 @@ from runtime.console.feed import LiveFeed
 from runtime.console.pages import ROUTERS
 from runtime.console.security import ConsoleGuard
 from runtime.console.state import ConsoleState
+from runtime.logs import add_log_tap
 from runtime.ports import ConsoleSite
 
 __all__ = ["STATIC", "build_console", "console_app", "is_loopback"]
@@ -91,6 +92,7 @@ def console_app(site: ConsoleSite, runtime: Runtime, password: Password) -> Fast
     scope = runtime.bot.core.scope
     scope.add(runtime.bot.core.why.subscribe(feed.on_result))
     scope.add(site.edge.outbound.on_sent(feed.on_sent))
+    scope.add(add_log_tap(state.logs))
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.console = state
     for router in ROUTERS:

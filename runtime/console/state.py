@@ -13,6 +13,7 @@ from runtime.app.control import Control
 from runtime.app.runtime import Runtime
 from runtime.console.auth import LoginLimiter, Password, Session, Sessions
 from runtime.console.feed import LiveFeed
+from runtime.console.logtail import LogTail
 from runtime.ports import ConsoleSite
 
 __all__ = ["ConsoleState", "Rows", "Section", "console_state", "session_of"]
@@ -33,6 +34,7 @@ class ConsoleState:
     limiter: LoginLimiter
     feed: LiveFeed
     clock: Callable[[], float]
+    logs: LogTail = field(default_factory=LogTail)
     sections: list[Section] = field(default_factory=list)
 
     @property

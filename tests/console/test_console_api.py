@@ -166,3 +166,51 @@ async def test_mute_lexicon_and_overview_go_through_the_admin_control(tmp_path: 
         overview = (await console.client.get("/console/api/overview")).json()
         titles = [card["title"] for card in overview["cards"]]
         assert titles == ["connections", "messages", "model", "health", "extensions"]
+
+
+async def test_config_is_shown_masked_and_an_edited_copy_is_validated_by_the_bots_validator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-console-secret-1234")
+    async with console_for(tmp_path) as console:
+        await console.login()
+        console.harness.runtime.edge.config_path.write_text(
+            "[attention]\nhigh = 0.7\n# key once pasted here: sk-console-secret-1234\n", encoding="utf-8"
+        )
+        shown = (await console.client.get("/console/api/config")).json()
+        assert "sk-console-secret-1234" not in str(shown)
+        assert "***" in shown["text"]
+        assert shown["effective"]["attention"]["high"] == 0.65  # the running config, not the file
+        bad = (
+            await console.client.post(
+                "/console/api/config/validate", json={"text": "[attention]\nhigh = 2\n"}
+            )
+        ).json()
+        assert bad["ok"] is False
+        assert bad["keys"] == ["attention.high"]
+        unknown = (
+            await console.client.post(
+                "/console/api/config/validate", json={"text": "[attention]\nhihg = 1\n"}
+            )
+        ).json()
+        assert "unknown key" in unknown["error"]
+        good = (
+            await console.client.post("/console/api/config/validate", json={"text": shown["text"]})
+        ).json()
+        assert good == {"ok": True, "error": None, "keys": []}
+
+
+async def test_the_log_tail_filters_by_level_and_chat_and_gives_only_what_is_new(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        await console.login()
+        tail = console.app.state.console.logs
+        tail({"event": "sent", "level": "info", "chat_id": CHAT, "parts": 1})
+        tail({"event": "store_slow", "level": "warning"})
+        tail({"event": "sent", "level": "info", "chat_id": "group:501"})
+        lines = (await console.client.get("/console/api/logs", params={"chat": CHAT})).json()["lines"]
+        assert [(line["event"], line["chat_id"]) for line in lines] == [("sent", CHAT)]
+        warned = (await console.client.get("/console/api/logs", params={"level": "warning"})).json()["lines"]
+        assert [line["event"] for line in warned] == ["store_slow"]
+        last = warned[-1]["seq"]
+        newer = (await console.client.get("/console/api/logs", params={"after": last})).json()["lines"]
+        assert [line["chat_id"] for line in newer] == ["group:501"]

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from runtime.console.pages import group, live, overview, session
+from runtime.console.pages import config, group, live, logs, overview, session
 
 __all__ = ["ROUTERS"]
 
-ROUTERS: tuple[APIRouter, ...] = (session.router, overview.router, live.router, group.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    session.router,
+    overview.router,
+    live.router,
+    group.router,
+    config.router,
+    logs.router,
+)

@@ -27,6 +27,9 @@ const GW = (() => {
       live_hint: "每条消息旁边：灰风为什么说话或不说话。", keywords: "关键词", thread: "线程",
       lang: "English", settings_of: "设置", min_interval_ms: "最短间隔 (ms)", max_per_window: "每窗口最多",
       window_ms: "窗口 (ms)", value: "值", origin: "来源", no_messages: "还没有消息",
+      config: "配置", logs: "日志", effective: "生效中的配置（密钥已打码）", edited: "编辑副本（只校验，不写入）",
+      validate: "校验", valid: "校验通过：这份配置可以用", reload_persona: "重载人格", level: "级别",
+      all_chats: "所有聊天", paused: "暂停", resume: "继续", restart_note: "除人格外，其它改动要重启才生效。",
     },
     en: {
       title: "GreyWind console", overview: "Overview", live: "Live", group: "Group settings", logout: "Log out",
@@ -53,8 +56,14 @@ const GW = (() => {
       keywords: "Keywords", thread: "Thread", lang: "中文", settings_of: "Settings", min_interval_ms: "Min interval (ms)",
       max_per_window: "Max per window", window_ms: "Window (ms)", value: "Value", origin: "Origin",
       no_messages: "No messages yet",
+      config: "Config", logs: "Logs", effective: "Effective configuration (secrets masked)",
+      edited: "Edited copy (validated, never written)", validate: "Validate", valid: "Valid: this configuration can be used",
+      reload_persona: "Reload persona", level: "Level", all_chats: "all chats", paused: "Pause", resume: "Resume",
+      restart_note: "Apart from the persona, changes take a restart.",
     },
   };
+  // The pages in the nav, in order; a page is <name>.html (the overview is index.html) and <name>.js.
+  const PAGES = ["overview", "live", "group", "config", "logs"];
   let lang = localStorage.getItem("gw-lang") === "en" ? "en" : "zh";
   let csrf = sessionStorage.getItem("gw-csrf") || "";
 
@@ -120,7 +129,7 @@ const GW = (() => {
     if (!bar) return;
     bar.replaceChildren(
       el("span", { class: "brand", text: t("title") }),
-      ...["overview", "live", "group"].map((page) =>
+      ...PAGES.map((page) =>
         el("a", { href: page === "overview" ? "index.html" : page + ".html", class: page === current ? "here" : "", text: t(page) })),
       el("span", { class: "grow" }),
       el("button", { class: "ghost", id: "lang", text: t("lang"), onclick: () => {
