@@ -214,3 +214,27 @@ async def test_the_log_tail_filters_by_level_and_chat_and_gives_only_what_is_new
         last = warned[-1]["seq"]
         newer = (await console.client.get("/console/api/logs", params={"after": last})).json()["lines"]
         assert [line["chat_id"] for line in newer] == ["group:501"]
+
+
+async def test_what_if_replays_the_chat_under_changed_thresholds(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        await console.login()
+        harness = console.harness
+        for text in ("今天天气不错", "是啊挺好", "晚上吃什么", "火锅吧", "好主意"):
+            await harness.say(text)
+            harness.clock.advance(30)
+        await harness.runtime.writer.flush()
+        answer = await console.client.post(
+            "/console/api/whatif", json={"chat": CHAT, "hours": 1, "high": 0.01, "medium": 0.0}
+        )
+        data = answer.json()
+        assert data["messages"] == 5
+        assert len(data["points"]) == 5
+        now, changed = data["runs"]
+        assert (now["high"], now["medium"]) == (0.65, 0.35)
+        assert now["would_speak"] == 0  # small talk stays below the configured thresholds
+        assert changed["would_speak"] >= 1
+        refused = await console.client.post(
+            "/console/api/whatif", json={"chat": CHAT, "hours": 1, "high": 0.2, "medium": 0.5}
+        )
+        assert "medium" in refused.json()["error"]
