@@ -238,3 +238,46 @@ async def test_what_if_replays_the_chat_under_changed_thresholds(tmp_path: Path)
             "/console/api/whatif", json={"chat": CHAT, "hours": 1, "high": 0.2, "medium": 0.5}
         )
         assert "medium" in refused.json()["error"]
+
+
+async def test_memory_shows_speaker_and_source_and_forgets_a_user(tmp_path: Path) -> None:
+    from runtime.store.records import Memory, ScopeType
+
+    async with console_for(tmp_path) as console:
+        await console.login()
+        harness = console.harness
+        said = await harness.say("我下周去杭州出差", sender="42", name="阿明")
+        await harness.say("我喜欢猫", sender="43", name="小红")
+        await harness.runtime.writer.flush()
+        store = harness.runtime.store
+        now = harness.clock()
+        await store.upsert_memory(
+            Memory(
+                "m1",
+                ScopeType.CHAT,
+                CHAT,
+                "fact",
+                "阿明下周去杭州",
+                0.6,
+                now,
+                source_message_id=said.message_id,
+                source_speaker_id="42",
+            )
+        )
+        await store.upsert_memory(Memory("m2", ScopeType.USER, "42", "preference", "阿明爱吃辣", 0.5, now))
+        await store.upsert_memory(Memory("m3", ScopeType.USER, "43", "preference", "小红喜欢猫", 0.5, now))
+        shown = (await console.client.get("/console/api/memory", params={"chat": CHAT})).json()
+        by_id = {m["id"]: m for m in shown["memories"]}
+        assert set(by_id) == {"m1", "m2", "m3"}
+        assert by_id["m1"]["speaker"] == "阿明"
+        assert by_id["m1"]["source_text"] == "我下周去杭州出差"
+        elsewhere = await console.client.post(
+            "/console/api/memory/delete", json={"chat": "group:999", "id": "m3"}
+        )
+        assert elsewhere.json()["deleted"] == 0  # not one of that chat's
+        forgot = await console.client.post("/console/api/memory/forget", json={"chat": CHAT, "user": "42"})
+        assert forgot.json()["deleted"] == 2
+        left = (await console.client.get("/console/api/memory", params={"chat": CHAT})).json()["memories"]
+        assert [m["id"] for m in left] == ["m3"]
+        await console.client.post("/console/api/memory/delete", json={"chat": CHAT, "id": "m3"})
+        assert await store.get_memory("m3") is None

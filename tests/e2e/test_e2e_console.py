@@ -14,7 +14,16 @@ import pytest
 
 from tests.e2e.bot_process import BotProcess
 from tests.e2e.browser import chromium_page, screenshot
-from tests.e2e.live import TaggedModel, connected_peer, quiet_for, reply_text, scripted_bot, steps, tag
+from tests.e2e.live import (
+    TaggedModel,
+    connected_peer,
+    quiet_for,
+    reply_text,
+    scripted_bot,
+    steps,
+    tag,
+    tool_call,
+)
 from tests.support import onebot_events as ob
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -166,3 +175,56 @@ async def test_a_threshold_edited_in_the_console_takes_effect_on_the_next_messag
         await peer.say_in_group(group, 7008, f"今天也好热{tag('th2')}")
         answer = await peer.wait_for_call("send_group_msg", lambda c: tag("th2") in c.text, within=15)
         assert answer.params.get("group_id") == group
+
+
+async def test_memory_what_if_config_and_logs_pages(
+    bot: BotProcess, model: TaggedModel, tmp_path: Path
+) -> None:
+    group = 800_605
+    model.on(
+        "mem1",
+        steps(
+            tool_call("remember", content="阿明下周去杭州出差", scope="user"),
+            reply_text(f"记住了{tag('mem1')}"),
+        ),
+    )
+    async with connected_peer(bot, self_id=SELF_ID) as peer, chromium_page(tmp_path / "profile") as page:
+        for text in ("今天吃什么", "火锅吧", "好啊好啊"):
+            await peer.say_in_group(group, 7009, text, nickname="小红")
+        await peer.say_in_group(
+            group, 7010, ob.at(SELF_ID), f" 记一下，我下周去杭州出差{tag('mem1')}", nickname="阿明"
+        )
+        await peer.wait_for_call("send_group_msg", lambda c: tag("mem1") in c.text, within=15)
+        await log_in(page, bot)
+        await page.goto(console_url(bot, f"memory.html?chat={chat_of(group)}"))
+        row = page.locator("#memories tr", has_text="阿明下周去杭州出差")
+        await row.wait_for(timeout=10_000)
+        assert "阿明" in await row.locator("td").nth(1).inner_text()  # the speaker
+        assert "杭州出差" in await row.locator("td").nth(2).inner_text()  # the message it came from
+        await screenshot(page, "memory")
+
+        await page.goto(console_url(bot, f"whatif.html?chat={chat_of(group)}"))
+        await page.wait_for_selector("#run")
+        await asyncio.sleep(1.5)  # the store writer has committed the messages
+        await page.fill("#high", "0.05")
+        await page.fill("#medium", "0.01")
+        await page.click("#run")
+        await page.wait_for_selector("#whatif-plot circle")
+        assert "重放了 4 条消息" in await page.inner_text("#replayed")  # the bot's own reply is not counted
+        await screenshot(page, "whatif")
+
+        await page.goto(console_url(bot, "config.html"))
+        await page.wait_for_selector("#effective dt")
+        text = await page.input_value("#config-text")
+        await page.fill("#config-text", text + "\n[attention]\nhigh = 7\n")
+        await page.click("#validate")
+        await page.wait_for_selector("#validation.warn")
+        assert "attention" in await page.inner_text("#validation")
+        await screenshot(page, "config")
+
+        await page.goto(console_url(bot, "logs.html"))
+        await page.wait_for_selector("#log-lines tr")
+        await page.fill("#chat", chat_of(group))
+        await asyncio.sleep(0.5)
+        await screenshot(page, "logs")
+        assert [e for e in page.errors if "status of 401" not in e] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from runtime.console.pages import config, group, live, logs, overview, session, whatif
+from runtime.console.pages import config, group, live, logs, memory, overview, session, whatif
 
 __all__ = ["ROUTERS"]
 
@@ -14,6 +14,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     overview.router,
     live.router,
     group.router,
+    memory.router,
     whatif.router,
     config.router,
     logs.router,

@@ -30,6 +30,9 @@ const GW = (() => {
       config: "配置", logs: "日志", effective: "生效中的配置（密钥已打码）", edited: "编辑副本（只校验，不写入）",
       validate: "校验", valid: "校验通过：这份配置可以用", reload_persona: "重载人格", level: "级别",
       all_chats: "所有聊天", paused: "暂停", resume: "继续", restart_note: "除人格外，其它改动要重启才生效。",
+      memory: "记忆", summary: "滚动摘要", memories: "记忆条目", speaker: "说话人", source_message: "出处",
+      delete: "删除", forget_user: "忘掉这个人", sessions: "会话", topics: "主题线程与交接", content: "内容",
+      deleted_n: "已删除 {n} 条", type: "类型", scope: "范围",
       whatif: "假如", hours: "最近几小时", run: "重放", now_thresholds: "现在的阈值", changed: "改动后",
       would_speak: "会发言", actual_sent: "实际发送", replayed: "重放了 {n} 条消息", whatif_hint: "用重放引擎把这个群最近的消息按改动后的阈值再过一遍：模型按立即回答计。",
     },
@@ -62,13 +65,16 @@ const GW = (() => {
       edited: "Edited copy (validated, never written)", validate: "Validate", valid: "Valid: this configuration can be used",
       reload_persona: "Reload persona", level: "Level", all_chats: "all chats", paused: "Pause", resume: "Resume",
       restart_note: "Apart from the persona, changes take a restart.",
+      memory: "Memory", summary: "Rolling summary", memories: "Memories", speaker: "Speaker", source_message: "Source",
+      delete: "Delete", forget_user: "Forget this user", sessions: "Sessions", topics: "Topic threads and handoffs",
+      content: "Content", deleted_n: "{n} deleted", type: "Type", scope: "Scope",
       whatif: "What if", hours: "Last hours", run: "Replay", now_thresholds: "Thresholds now", changed: "Changed",
       would_speak: "Would speak", actual_sent: "Actually sent", replayed: "{n} messages replayed",
       whatif_hint: "The replay engine runs the group's recent messages again under the changed thresholds (the model taken to answer at once).",
     },
   };
   // The pages in the nav, in order; a page is <name>.html (the overview is index.html) and <name>.js.
-  const PAGES = ["overview", "live", "group", "whatif", "config", "logs"];
+  const PAGES = ["overview", "live", "group", "memory", "whatif", "config", "logs"];
   let lang = localStorage.getItem("gw-lang") === "en" ? "en" : "zh";
   let csrf = sessionStorage.getItem("gw-csrf") || "";
 

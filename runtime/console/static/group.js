@@ -37,7 +37,8 @@ function render(g) {
   const weight = el("input", { id: "weight", type: "number", step: "0.1", min: "0", placeholder: t("weight") });
   document.getElementById("main").replaceChildren(
     el("header", { class: "page-head" }, el("h1", { text: `${t("group")} · ${g.chat_id}` }),
-      el("a", { href: "live.html?chat=" + encodeURIComponent(g.chat_id), text: t("live") + " →" })),
+      ...["live", "memory", "whatif"].map((page) =>
+        el("a", { href: `${page}.html?chat=${encodeURIComponent(g.chat_id)}`, text: t(page) + " →" }))),
     el("p", { id: "answer", class: "answer", role: "status" }),
     el("section", { class: "cards" },
       el("div", { class: "card" }, el("h2", { text: t("enabled") }),

@@ -5,8 +5,12 @@ const { t, el, svg, api, when } = GW;
 let chat = GW.params.get("chat") || "";
 
 function plot(data) {
-  const W = Math.max(600, document.getElementById("main").clientWidth - 40), H = 260, left = 44, top = 10, bottom = 70;
-  const x = (s) => left + ((s - data.since) / Math.max(1, data.until - data.since)) * (W - left - 10);
+  const W = Math.max(600, document.getElementById("main").clientWidth - 40), H = 280, left = 64, top = 10, bottom = 80;
+  // The time axis spans what there is to show (the window's first message to now), not the empty hours.
+  const times = [...data.points.map((p) => p.time), ...data.runs.flatMap((r) => r.speaks), ...data.actual.times];
+  const from = times.length ? Math.min(...times) - 1 : data.since;
+  const to = Math.max(data.until, ...times) + 1;
+  const x = (s) => left + ((s - from) / Math.max(1, to - from)) * (W - left - 10);
   const y = (v) => top + (1 - Math.max(0, Math.min(1, v))) * (H - top - bottom);
   const [now, changed] = data.runs;
   const lanes = [[now.speaks, "speak-now", t("now_thresholds")], [changed.speaks, "speak-changed", t("changed")],
@@ -15,13 +19,15 @@ function plot(data) {
     svg("line", { x1: left, x2: W - 10, y1: y(0), y2: y(0), class: "axis" }),
     svg("text", { x: 4, y: y(1) + 4, class: "threshold-label", text: "1.0" }),
     svg("text", { x: 4, y: y(0) + 4, class: "threshold-label", text: "0" }),
+    svg("text", { x: left, y: y(0) + 14, class: "threshold-label", text: when(from) }),
+    svg("text", { x: W - 60, y: y(0) + 14, class: "threshold-label", text: when(to) }),
     svg("line", { x1: left, x2: W - 10, y1: y(now.high), y2: y(now.high), class: "threshold threshold-high" }),
     svg("line", { x1: left, x2: W - 10, y1: y(changed.high), y2: y(changed.high), class: "threshold threshold-changed" }),
     svg("line", { x1: left, x2: W - 10, y1: y(changed.medium), y2: y(changed.medium), class: "threshold threshold-changed-medium" }),
     ...data.points.map((p) => svg("circle", { cx: x(p.time), cy: y(p.score), r: 3, class: "dot dot-" + p.decision },
       svg("title", { text: `${when(p.time)} ${p.score.toFixed(2)}` }))),
     ...lanes.flatMap(([times, cls, label], i) => {
-      const ly = H - bottom + 16 + i * 18;
+      const ly = H - bottom + 30 + i * 16;
       return [svg("text", { x: 4, y: ly + 4, class: "threshold-label", text: label }),
         ...times.map((s) => svg("line", { x1: x(s), x2: x(s), y1: ly - 6, y2: ly + 6, class: "mark " + cls }))];
     }));
