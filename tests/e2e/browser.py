@@ -20,6 +20,7 @@ __all__ = ["ARTIFACTS", "CHROMIUM", "chromium_page", "screenshot"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "console"
+HAVE_CHROMIUM = shutil.which(str(CHROMIUM)) is not None
 ARGS = [
     "--headless",
     "--no-sandbox",
@@ -36,7 +37,7 @@ ARGS = [
 async def chromium_page(profile: Path) -> AsyncIterator[Any]:
     """A page in a fresh Chromium profile under ``profile``; console errors are collected on
     ``page.errors`` (a CSP violation, a script error)."""
-    if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
+    if not HAVE_CHROMIUM:
         pytest.skip("no /usr/bin/chromium (make test-deps installs it)")
     playwright_api = pytest.importorskip("playwright.async_api")
     async with playwright_api.async_playwright() as playwright:
