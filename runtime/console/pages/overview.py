@@ -1,6 +1,6 @@
 """The overview: ``GET /api/overview``: the bot's state in cards (connections, messages, model use,
-health, extensions, and whatever sections others added), today's tokens per group and the model's
-use per feature (role).
+health, extensions, and whatever sections others added), today's tokens per group, the model's
+use per feature (role) and tokens per day (the ledger's last two weeks, for the page's bars).
 
 Everything is read from the parts' own ``statistics()`` and the token ledger; the edge's figures come
 through ``ConsoleSite.edge_statistics`` as plain values, so an edge without some of them shows less.
@@ -21,6 +21,7 @@ __all__ = ["builtin_sections", "router"]
 
 router = APIRouter()
 TOP_GROUPS = 20
+DAYS = 14
 
 
 def _edge(state: ConsoleState) -> dict[str, Any]:
@@ -69,7 +70,9 @@ def _model(state: ConsoleState) -> list[tuple[str, Any]]:
         ("failed_calls", router_stats.failed_calls),
         ("fallbacks", router_stats.fallbacks),
         ("tokens_today", ledger.day_total(today)),
-        ("episodes", f"{driver.episodes} (replied {driver.replied}, model failures {driver.model_failures})"),
+        ("episodes", driver.episodes),
+        ("replied", driver.replied),
+        ("model_failures", driver.model_failures),
     ]
 
 
@@ -140,6 +143,16 @@ def _per_group(state: ConsoleState, features: list[dict[str, Any]]) -> list[dict
     return rows[:TOP_GROUPS]
 
 
+def _per_day(state: ConsoleState) -> list[dict[str, Any]]:
+    """Tokens and calls per day over the ledger's last :data:`DAYS` days, oldest first."""
+    days: dict[str, dict[str, Any]] = {}
+    for entry in state.runtime.router.ledger.snapshot():
+        row = days.setdefault(entry.day, {"day": entry.day, "tokens": 0, "calls": 0})
+        row["tokens"] += entry.total
+        row["calls"] += entry.calls
+    return [days[day] for day in sorted(days)[-DAYS:]]
+
+
 @router.get("/api/overview")
 async def overview(request: Request) -> dict[str, Any]:
     state = console_state(request)
@@ -158,4 +171,5 @@ async def overview(request: Request) -> dict[str, Any]:
         "cards": cards,
         "per_feature": features,
         "per_group": _per_group(state, features),
+        "per_day": _per_day(state),
     }

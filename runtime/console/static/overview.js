@@ -1,6 +1,21 @@
 "use strict";
 // The overview: cards of figures (the runtime's statistics), tokens per feature and per group today.
-const { t, el, api } = GW;
+const { t, el, svg, api } = GW;
+
+// Tokens per day as bars (the ledger's last two weeks).
+function days(rows) {
+  if (!rows.length) return el("p", { class: "muted", text: t("none") });
+  const W = 860, H = 150, base = 120, top = 14, most = Math.max(1, ...rows.map((r) => r.tokens));
+  const step = (W - 20) / rows.length, bar = Math.min(46, step * 0.7);
+  return svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "plot days", id: "per-day" },
+    svg("line", { x1: 10, x2: W - 10, y1: base, y2: base, class: "axis" }),
+    ...rows.flatMap((r, i) => {
+      const h = ((base - top) * r.tokens) / most, x = 10 + i * step + (step - bar) / 2;
+      return [svg("rect", { x, y: base - h, width: bar, height: h, class: "bar" }, svg("title", { text: `${r.day}: ${r.tokens} tokens, ${r.calls} calls` })),
+        svg("text", { x: x + bar / 2, y: base + 14, class: "threshold-label mid", text: r.day.slice(5) }),
+        svg("text", { x: x + bar / 2, y: base - h - 3, class: "threshold-label mid", text: String(r.tokens) })];
+    }));
+}
 let last = null;
 
 function value(v) {
@@ -33,7 +48,8 @@ function render() {
     data.per_group.length
       ? table(["chat", "calls", "tokens", "cost"], data.per_group.map((g) => [g.chat_id, String(g.calls), String(g.tokens), money(g.cost)]))
       : el("p", { class: "muted", text: t("none") }));
-  document.getElementById("main").replaceChildren(head, cards, el("section", { class: "cards" }, features, groups));
+  const perDay = el("div", { class: "card wide" }, el("h2", { text: t("per_day") }), days(data.per_day));
+  document.getElementById("main").replaceChildren(head, cards, el("section", { class: "cards" }, perDay, features, groups));
 }
 
 async function refresh() {
