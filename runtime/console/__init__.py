@@ -5,7 +5,8 @@ log, the parts' statistics, the token ledger) and changes it only through the ru
 control, the methods the chat commands call. Served by the bot's own HTTP server at ``/console/``
 (the edge mounts what :func:`build_console` returns); on only with a password.
 
-    app.py       build_console (on or off, and why), console_app
+    switch.py    build_console: on, off or refused, and the log line (loads app.py only when on)
+    app.py       console_app: the application
     auth.py      the password (argon2), sessions, the login rate limit
     security.py  ConsoleGuard: headers (CSP), 401 without a session, CSRF on changes
     feed.py      LiveFeed: per-chat bounded queues for the live view; messages per minute
@@ -16,6 +17,6 @@ control, the methods the chat commands call. Served by the bot's own HTTP server
     __main__.py  ``python -m runtime.console set-password``
 """
 
-from runtime.console.app import build_console
+from runtime.console.switch import build_console
 
 __all__ = ["build_console"]

@@ -22,10 +22,12 @@ import secrets
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
 
 __all__ = [
     "LOGIN_FAILURES",
@@ -48,7 +50,14 @@ LOGIN_FAILURES = 5
 LOGIN_WINDOW = 300.0
 MAX_SESSIONS = 64
 SESSION_IDLE = 12 * 3600.0
-_HASHER = PasswordHasher()
+
+
+@cache
+def _hasher() -> PasswordHasher:
+    """argon2's hasher with its default (RFC 9106 low-memory) parameters, loaded on first use."""
+    from argon2 import PasswordHasher
+
+    return PasswordHasher()
 
 
 class Password:
@@ -62,12 +71,14 @@ class Password:
 
     @classmethod
     def from_plain(cls, plain: str, origin: str) -> Password:
-        return cls(_HASHER.hash(plain), origin)
+        return cls(_hasher().hash(plain), origin)
 
     def check(self, plain: str) -> bool:
+        from argon2.exceptions import InvalidHashError, VerificationError
+
         try:
-            return _HASHER.verify(self._hash, plain)
-        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return _hasher().verify(self._hash, plain)
+        except (VerificationError, InvalidHashError):  # a mismatch is a VerificationError
             return False
 
 
@@ -97,7 +108,7 @@ def write_password(data_dir: Path, plain: str) -> Path:
     temporary = path.with_suffix(".tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(_HASHER.hash(plain) + "\n")
+        file.write(_hasher().hash(plain) + "\n")
     os.replace(temporary, path)
     return path
 

@@ -281,3 +281,10 @@ async def test_memory_shows_speaker_and_source_and_forgets_a_user(tmp_path: Path
         assert [m["id"] for m in left] == ["m3"]
         await console.client.post("/console/api/memory/delete", json={"chat": CHAT, "id": "m3"})
         assert await store.get_memory("m3") is None
+
+
+async def test_over_tls_the_session_cookie_is_secure(tmp_path: Path) -> None:
+    async with console_for(tmp_path) as console:
+        console.client.base_url = "https://127.0.0.1"
+        response = await console.client.post("/console/api/login", json={"password": PASSWORD})
+        assert "secure" in response.headers["set-cookie"].lower()

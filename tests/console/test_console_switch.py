@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from runtime.console.app import build_console
 from runtime.console.auth import PASSWORD_ENV, PASSWORD_FILE, load_password
+from runtime.console.switch import build_console
 from runtime.ports import ConsoleSite
 from tests.app.conftest import make_config, running
 from tests.e2e.bot_process import ROOT
