@@ -29,6 +29,10 @@ is served (the adapter's HTTP event routes are not: they do not check the token)
 ``[12345]`` or NoneBot's own JSON list of strings), from the environment or NoneBot's ``.env`` files;
 anything else is refused with one line naming the variable. The port is tried before anything starts.
 
+The web console (``runtime.console``) is served at ``http://HOST:PORT/console/`` when
+``GREYWIND_CONSOLE_PASSWORD`` is set or ``python -m runtime.console set-password`` has written a hash
+into the data directory; otherwise it is off and the log says so (an error line off loopback).
+
 With ``[store] backend = "postgresql"`` the accounts' leases are checked before anything starts too:
 another live process serving one of them is refused with one line saying which process and until when.
 
@@ -265,15 +269,18 @@ def main() -> int:
         return EXIT_PORT_BUSY
     nonebot.load_plugin("plugins.greywind")
     # Imported after the plugin is loaded: importing a plugin's module first would bypass NoneBot's loader.
+    from plugins.greywind.console import use_console
     from plugins.greywind.frame_lanes import LaneRules
     from plugins.greywind.gateway import use_runtime
     from plugins.greywind.onebot_guard import GuardedAdapter
     from plugins.greywind.validation_cache import install as keep_type_adapters
     from runtime.app import build_runtime
+    from runtime.console import build_console
 
     keep_type_adapters()  # NoneBot's per-event validation, without a new pydantic schema each time
 
     use_runtime(build_runtime)
+    use_console(build_console)
 
     GuardedAdapter.configure(
         max_events_in_flight=config.bot.max_events_in_flight,

@@ -20,18 +20,21 @@ subsystem (``structlog.get_logger("greywind.outbound")``) and bind their context
 * **Shutdown.** Once :func:`note_shutdown` is called (the edge does, on SIGTERM or Ctrl-C), NoneBot's
   "WebSocket ... closed by peer" warning is an info line: the server closing its connections on the
   way out is not a fault.
+* **Taps.** :func:`add_log_tap` hears every line's fields once they are masked (the web console's
+  live tail keeps the last ones in a bounded buffer).
 * **Time.** JSON lines carry ISO UTC timestamps; the console format shows local time, as an operator
   reads a clock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
 import threading
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -39,6 +42,7 @@ import structlog
 __all__ = [
     "REDACTED",
     "Redactor",
+    "add_log_tap",
     "configure_logging",
     "note_shutdown",
     "route_loguru",
@@ -120,6 +124,28 @@ def secret_values_from_env(
     return [env[name] for name in names if env.get(name)]
 
 
+_taps: list[Callable[[Mapping[str, Any]], None]] = []
+
+
+def add_log_tap(tap: Callable[[Mapping[str, Any]], None]) -> Callable[[], None]:
+    """Hear every log line as its (masked) fields, before it is rendered (the console's log tail);
+    returns the disposer. A tap must be quick; one that raises is ignored for that line."""
+    _taps.append(tap)
+
+    def dispose() -> None:
+        if tap in _taps:
+            _taps.remove(tap)
+
+    return dispose
+
+
+def _tap(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for tap in tuple(_taps):
+        with contextlib.suppress(Exception):  # a tap's fault must not lose the line
+            tap(event_dict)
+    return event_dict
+
+
 def configure_logging(
     *,
     level: str = "INFO",
@@ -150,6 +176,7 @@ def configure_logging(
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
             redactor,
+            _tap,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level.upper(), logging.INFO)),

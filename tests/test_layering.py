@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("episodes", "context", "commands"),
     ("memory", "extensions"),
     ("app", "replay"),
+    ("console",),
 )
 # What no module under runtime/ imports, not even for type checking: the edge, the entry point, the
 # edge's framework, the tests and the benchmarks.
@@ -36,8 +37,8 @@ KERNEL_DEFERRED = ("jieba",)
 # The kernel reads config sections only in its from_config builders, naming the schema for type
 # checking only.
 KERNEL_TYPE_CHECKING_ONLY = ("runtime.config",)
-# The edge never imports the running bot: bot.py hands it the factory.
-EDGE_NEVER = ("runtime.app",)
+# The edge never imports the running bot or the console: bot.py hands it the factories.
+EDGE_NEVER = ("runtime.app", "runtime.console")
 # Runtime tests run against a fake edge: importing them loads no NoneBot and nothing of the edge.
 EDGE_FREE_TESTS = (
     "app",

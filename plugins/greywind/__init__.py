@@ -13,6 +13,7 @@ and the driver's lifespan starts and stops it. It implements the contract the ru
 * ``gateway``  — ``use_runtime(factory)``, the logging stand-in for a ``RuntimeGateway``
 * ``onebot_guard`` — the adapter with a bounded event backlog in front of its receive loop
 * ``edge``     — the state of one run, tying the above together
+* ``console``  — ``use_console(factory)``: the web console mounted at ``/console`` once the edge runs
 
 Matchers use ``block=False`` so other plugins still see every event.
 """
@@ -25,15 +26,17 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from nonebot import get_adapters, get_driver, on_message, on_notice
+from nonebot import get_adapters, get_app, get_driver, on_message, on_notice
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent, NoticeEvent
 from nonebot.plugin import PluginMetadata
 
+from plugins.greywind.console import mount_console
 from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext, RuntimeGateway, use_runtime
 from plugins.greywind.onebot_guard import GuardedAdapter
 from runtime.config import config_path, load_config
 from runtime.logs import note_shutdown
+from runtime.ports import ConsoleSite
 
 __all__ = ["EdgeContext", "RuntimeGateway", "current_edge", "use_runtime"]
 
@@ -76,6 +79,10 @@ async def _start() -> None:
     await edge.start()
     _edge = edge
     _hear_stop_signals(edge)
+    mount_console(
+        get_app,
+        ConsoleSite(edge.gateway, edge.context, str(driver.config.host), edge_statistics=edge.statistics),
+    )
     edge.announce_ready(f"ws://{driver.config.host}:{driver.config.port}/onebot/v11/ws")
 
 

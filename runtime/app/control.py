@@ -20,6 +20,8 @@
 * ``enable`` / ``disable`` — whether the bot lives in a group (:mod:`runtime.groups`): kept in the
   data directory, over the config's ``[groups]``; disabling withdraws the chat's pending activations
   as a quiet period does. Both show in ``status``.
+* ``set_thresholds`` — the console's per-chat high / medium attention thresholds over
+  ``[attention]``, kept in the data directory (:mod:`runtime.app.persistence`).
 * ``bind`` — binds the chat to a topic thread (an id, or a title: the thread of that title, else a
   new thread is made), with its vision, through the context's ThreadResolver.
 """
@@ -46,6 +48,7 @@ from runtime.context.setup import ContextRuntime
 from runtime.episodes import WaitingRoom
 from runtime.extensions import LifeDirector
 from runtime.groups import GroupPolicy
+from runtime.kernel.errors import KernelError
 from runtime.kernel.events import EventState
 from runtime.kernel.kernel import PERSONA_KEY, Kernel
 from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope, TermStatus
@@ -330,6 +333,27 @@ class Control:
             answer = f"{chat_id} 已启用：{rt.persona.name}会在这里说话。"
         else:
             answer = f"{chat_id} 已停用：{rt.persona.name}在这里只记录消息、不发言（/enable 恢复）。"
+        return answer if saved else answer + "（没能写入数据目录，重启后会失效）"
+
+    # -- per-chat attention thresholds (the console) ----------------------------------------------
+
+    async def set_thresholds(self, chat_id: str, high: float | None, medium: float | None, *, by: str) -> str:
+        """Override the chat's high / medium attention thresholds (None: the configured value; both
+        None: no override). Kept in the data directory; a pair the kernel refuses changes nothing."""
+        rt = self._rt
+        try:
+            weights = rt.kernel.set_thresholds(chat_id, high=high, medium=medium)
+        except KernelError as exc:
+            return f"阈值没有改：{exc}"
+        overrides = rt.persistence.load_threshold_overrides()
+        if high is None and medium is None:
+            overrides.pop(chat_id, None)
+        else:
+            values = {"high": high, "medium": medium}
+            overrides[chat_id] = {k: v for k, v in values.items() if v is not None}
+        saved = rt.persistence.save_thresholds(overrides)
+        log.info("thresholds_set", chat_id=chat_id, high=high, medium=medium, by=by)
+        answer = f"{chat_id} 的阈值：高 {weights.high:.2f}，中 {weights.medium:.2f}"
         return answer if saved else answer + "（没能写入数据目录，重启后会失效）"
 
     # -- lexicon ----------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ so the stored copy never resurrects a finished activation. An event whose loss w
 (a reminder the model has just confirmed) is committed at once instead (:meth:`commit_event`).
 Quiet periods are a small JSON file in the data directory (chat -> until and kind), written when they
 change; so are the ``/enable`` and ``/disable`` overrides of the groups the bot lives in (chat -> on),
-put back into the runtime's :class:`~runtime.groups.GroupPolicy` on start.
+put back into the runtime's :class:`~runtime.groups.GroupPolicy` on start, and the per-chat attention
+thresholds an operator set in the console (chat -> high/medium), put back into the kernel.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from runtime.episodes import RESUME_KIND, WaitingRoom, episode_id_of
 from runtime.episodes.persist import from_store_record
 from runtime.extensions import ChatActivityLog
 from runtime.groups import GROUPS_FILE, GroupPolicy
+from runtime.kernel.errors import KernelError
 from runtime.kernel.events import TERMINAL_STATES, BotEvent
 from runtime.kernel.kernel import Kernel
 from runtime.llm.tokens import LedgerEntry, TokenLedger
@@ -61,6 +63,9 @@ __all__ = [
     "SaveReport",
     "StatePersistence",
 ]
+
+#: Per-chat attention threshold overrides: a JSON object, chat id -> {"high": x, "medium": y}.
+THRESHOLDS_FILE = "thresholds.json"
 
 log = structlog.get_logger("greywind.persistence")
 
@@ -151,6 +156,7 @@ class StatePersistence:
         ledger = await self._restore_ledger(now)
         quiet = self._load_quiet(now)
         self._load_groups()
+        self._load_thresholds()
         if self._injector is not None:
             await self._injector.resume(now)
         report = RestoreReport(
@@ -350,6 +356,61 @@ class StatePersistence:
             if isinstance(on, bool):
                 self._groups.set(chat_id, on)
                 restored += 1
+        return restored
+
+    # -- per-chat attention thresholds (set from the console) -------------------------------------
+
+    @property
+    def thresholds_path(self) -> Path:
+        return self._data_dir / THRESHOLDS_FILE
+
+    def save_thresholds(self, overrides: Mapping[str, Mapping[str, float]]) -> bool:
+        """Write the per-chat threshold overrides (chat -> {high?, medium?}); atomic replace. Whether
+        it was written (a failure is logged; the running bot keeps the override)."""
+        path = self.thresholds_path
+        temporary = path.with_suffix(".tmp")
+        try:
+            temporary.write_text(
+                json.dumps({k: dict(v) for k, v in overrides.items()}, sort_keys=True), "utf-8"
+            )
+            os.replace(temporary, path)
+        except OSError as exc:
+            log.warning("thresholds_save_failed", path=str(path), error=repr(exc))
+            return False
+        return True
+
+    def load_threshold_overrides(self) -> dict[str, dict[str, float]]:
+        """The saved overrides as written (an unreadable file: none, logged)."""
+        path = self.thresholds_path
+        if not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("thresholds_file_unreadable", path=str(path), error=repr(exc))
+            return {}
+        if not isinstance(data, dict):
+            log.warning("thresholds_file_unreadable", path=str(path), error="not a JSON object")
+            return {}
+        return {
+            chat: {
+                k: float(v)
+                for k, v in values.items()
+                if k in ("high", "medium") and isinstance(v, int | float)
+            }
+            for chat, values in data.items()
+            if isinstance(values, dict)
+        }
+
+    def _load_thresholds(self) -> int:
+        restored = 0
+        for chat_id, values in self.load_threshold_overrides().items():
+            try:
+                self._kernel.set_thresholds(chat_id, high=values.get("high"), medium=values.get("medium"))
+            except KernelError as exc:
+                log.warning("thresholds_refused", chat_id=chat_id, error=str(exc))
+                continue
+            restored += 1
         return restored
 
     def statistics(self) -> PersistenceStatistics:

@@ -72,11 +72,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from runtime.kernel._build import builder
 from runtime.kernel._signals import looks_like_question
 from runtime.kernel._supersede import MESSAGE_KIND, Supersession
-from runtime.kernel.attention import Attention, AttentionInput, Decision, score_attention
+from runtime.kernel.attention import Attention, AttentionInput, AttentionWeights, Decision, score_attention
 from runtime.kernel.bots import BOT_EXCHANGE, BotRoster
 from runtime.kernel.budget import Budgets, BudgetVerdict
 from runtime.kernel.deliberation import Deliberation
@@ -165,6 +166,8 @@ class Kernel:
         self._learn_queue: deque[tuple[str, str]] = deque(maxlen=s.scheduling.learn_queue_max or None)
         self._triggers: dict[str, ChatMessage] = {}  # pending message event id -> its message
         self._counts: dict[str, int] = {}
+        # Per-chat thresholds over ``[attention]`` (an operator's override): chat id -> weights.
+        self._chat_attention: dict[str, AttentionWeights] = {}
         self._ingested = 0
         self._learn_dropped = 0
         self._learned_texts = 0
@@ -235,7 +238,7 @@ class Kernel:
             actor is not None and not actor.peek(now).allowed,  # budget_exhausted
             tuple(dict.fromkeys([h.term for h in topical])) if topical else (),  # keywords
         )
-        attention = score_attention(inp, s.attention)
+        attention = score_attention(inp, self._chat_attention.get(chat_id, s.attention))
         held_back = bot_turns > 0 and bots.holds_back(bot_turns)
         if held_back:  # a bot exchange ran past [bots] max_turns: recorded until a person speaks
             reasons = (*attention.reasons, f"{BOT_EXCHANGE} ({bot_turns})")
@@ -383,6 +386,26 @@ class Kernel:
         event = self.events.require(event_id)
         payload = {**event.payload, "skip_reason": reason}
         return self.events.transition(event_id, EventState.SKIPPED, now, payload=payload)
+
+    # -- per-chat thresholds ---------------------------------------------------------------------
+
+    def set_thresholds(self, chat_id: str, *, high: float | None, medium: float | None) -> AttentionWeights:
+        """Override the high and medium attention thresholds for one chat (None: the configured
+        value); both None drops the override. Raises :class:`InvalidSetting` (nothing changed) when
+        the pair breaks ``0 <= medium <= high <= 1``."""
+        base = self.settings.attention
+        weights = replace(
+            base, high=base.high if high is None else high, medium=base.medium if medium is None else medium
+        )
+        if high is None and medium is None:
+            self._chat_attention.pop(chat_id, None)
+        else:
+            self._chat_attention[chat_id] = weights
+        return weights
+
+    def thresholds(self, chat_id: str) -> AttentionWeights:
+        """The attention weights ``chat_id``'s messages are scored with."""
+        return self._chat_attention.get(chat_id, self.settings.attention)
 
     # -- activations -----------------------------------------------------------------------------
 

@@ -11,8 +11,10 @@ here, never the reverse.
                  SentRecord, SendResult
     notices.py   the notices an edge reports: Recalled, BotMuted, BotUnmuted, BotRemoved (Notice)
     control.py   RuntimeControl: what admin commands and mute words reach
+    console.py   ConsoleSite, ConsoleFactory: what an edge hands the web console it serves
 """
 
+from runtime.ports.console import ConsoleFactory, ConsoleSite
 from runtime.ports.control import RuntimeControl
 from runtime.ports.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, StoresInbound
 from runtime.ports.notices import BotMuted, BotRemoved, BotUnmuted, Notice, Recalled
@@ -22,6 +24,8 @@ __all__ = [
     "BotMuted",
     "BotRemoved",
     "BotUnmuted",
+    "ConsoleFactory",
+    "ConsoleSite",
     "EdgeContext",
     "GateVerdict",
     "Notice",
