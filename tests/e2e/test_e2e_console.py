@@ -86,6 +86,12 @@ async def test_log_in_and_watch_a_message_arrive_with_its_decision_and_reasons(
         await peer.wait_for_call("send_group_msg", lambda c: tag("lv1") in c.text, within=15)
         await log_in(page, bot, shot=True)
         await page.wait_for_selector("#card-messages dd")
+        # One account: no account selector, the header as it always was.
+        assert await page.locator("select#account").count() == 0
+        assert "null" not in await page.inner_text("nav#nav")
+        assert await page.evaluate(
+            "() => [...document.getElementById('nav').childNodes].every((n) => n.nodeType === 1)"
+        )
         await screenshot(page, "overview")
         await page.goto(console_url(bot, f"live.html?chat={chat_of(group)}"))
         await page.wait_for_selector("li.msg[data-message-id]")

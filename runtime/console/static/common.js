@@ -162,7 +162,7 @@ const GW = (() => {
       ...PAGES.map((page) =>
         el("a", { href: withAccount(page === "overview" ? "index.html" : page + ".html"), class: page === current ? "here" : "", text: t(page) })),
       el("span", { class: "grow" }),
-      accountPicker(),
+      ...(accounts.length ? [accountPicker()] : []),
       el("button", { class: "ghost", id: "lang", text: t("lang"), onclick: () => {
         lang = lang === "zh" ? "en" : "zh";
         localStorage.setItem("gw-lang", lang);
@@ -181,7 +181,6 @@ const GW = (() => {
   // With several accounts: a selector in the header; picking one opens this page for that account
   // (a chat picked on the page belongs to the account it came from, so it is not carried over).
   function accountPicker() {
-    if (!accounts.length) return null;
     const select = el("select", { id: "account", "aria-label": t("account"), onchange: () => {
       const next = new URLSearchParams();
       if (select.value) next.set("account", select.value);
