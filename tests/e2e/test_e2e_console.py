@@ -291,3 +291,6 @@ async def test_with_several_accounts_the_header_switches_the_account_every_page_
             await page.wait_for_selector("h1, #main *")
             assert await page.locator("li.msg", has_text="大家晚上好").count() == 0
             assert [e for e in page.errors if "status of 401" not in e] == []
+            # An account this process does not serve: the page says so.
+            await page.goto(console_url(bot, "index.html?account=99999"))
+            await page.wait_for_selector("#error:has-text('unknown account')")

@@ -136,7 +136,12 @@ const GW = (() => {
   }
 
   async function session() {
-    const data = await api("api/session");
+    const data = await api("api/session").catch((exc) => {
+      // ?account= names an account this process does not serve: say so instead of a blank page.
+      const main = document.getElementById("main");
+      if (exc.status === 404 && main) main.replaceChildren(el("p", { id: "error", class: "warn", text: exc.message }));
+      throw exc;
+    });
     csrf = data.csrf;
     sessionStorage.setItem("gw-csrf", csrf);
     accounts = data.accounts || [];
