@@ -11,7 +11,8 @@ control, the methods the chat commands call. Served by the bot's own HTTP server
     security.py  ConsoleGuard: headers (CSP), 401 without a session, CSRF on changes
     feed.py      LiveFeed: per-chat bounded queues for the live view; messages per minute
     views.py     the runtime's values as JSON (reasons in both languages)
-    state.py     ConsoleState: what every page reads; the overview's sections
+    state.py     ConsoleState: what every page reads (one view per account); the overview's sections
+    origins.py   where each configured value comes from (default, config, account)
     pages/       one router per page: session, overview, live, group
     static/      the pages: HTML, one script per page, shared style and script
     __main__.py  ``python -m runtime.console set-password``

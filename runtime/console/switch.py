@@ -37,9 +37,17 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve to anything
 
 
+def _running(gateway: object) -> bool:
+    """Whether the gateway has started: the one runtime, or every account's stack."""
+    stacks = getattr(gateway, "all_stacks", None)
+    if callable(stacks):
+        return all(getattr(stack, "running", False) for stack in stacks())
+    return bool(getattr(gateway, "running", False))
+
+
 def build_console(site: ConsoleSite, environ: Mapping[str, str] = os.environ) -> Any:
     """The console's ASGI application for ``site``, or None (off; logged)."""
-    if not getattr(site.gateway, "running", False):
+    if not _running(site.gateway):
         log.warning("console_off", reason="no running runtime behind the edge")
         return None
     try:
@@ -57,13 +65,14 @@ def build_console(site: ConsoleSite, environ: Mapping[str, str] = os.environ) ->
                 how=HOW_TO,
             )
         return None
+    from runtime.app.accounts import AccountsRuntime
     from runtime.app.runtime import Runtime
     from runtime.console.app import console_app
 
-    runtime = site.gateway
-    if not isinstance(runtime, Runtime):
+    gateway = site.gateway
+    if not isinstance(gateway, Runtime | AccountsRuntime):
         log.warning("console_off", reason="the gateway is not GreyWind's runtime")
         return None
-    app = console_app(site, runtime, password)
+    app = console_app(site, gateway, password)
     log.info("console_on", path="/console/", password=password.origin)
     return app

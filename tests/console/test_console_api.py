@@ -7,12 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from fastapi import FastAPI
 from starlette.routing import Mount, Route
 
 from runtime.console.auth import LOGIN_FAILURES
 from runtime.console.security import OPEN_ROUTES
-from tests.console.conftest import PASSWORD, Console, console_for
+from tests.console.conftest import PASSWORD, console_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -28,9 +30,9 @@ def flatten(routes: list[Any]) -> list[Any]:
     return out
 
 
-def api_routes(console: Console) -> list[tuple[str, str]]:
-    found = []
-    for route in flatten(list(console.app.routes)):
+def api_routes(app: FastAPI) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for route in flatten(list(app.routes)):
         if isinstance(route, Route) and route.path.startswith("/api/"):
             found.extend((route.path, method) for method in sorted(route.methods or ()) if method != "HEAD")
         assert not (isinstance(route, Mount) and route.path.startswith("/api")), route
@@ -39,7 +41,7 @@ def api_routes(console: Console) -> list[tuple[str, str]]:
 
 async def test_every_api_route_answers_401_without_a_session(tmp_path: Path) -> None:
     async with console_for(tmp_path) as console:
-        routes = api_routes(console)
+        routes = api_routes(console.app)
         assert len(routes) >= 10  # the pages' routes are all seen
         for path, method in routes:
             if (path, method) in OPEN_ROUTES:
@@ -288,3 +290,30 @@ async def test_over_tls_the_session_cookie_is_secure(tmp_path: Path) -> None:
         console.client.base_url = "https://127.0.0.1"
         response = await console.client.post("/console/api/login", json={"password": PASSWORD})
         assert "secure" in response.headers["set-cookie"].lower()
+
+
+async def test_the_overview_shows_each_mcp_servers_state_and_last_error(tmp_path: Path) -> None:
+    broken = {
+        "servers": [
+            {"name": "missing", "command": "/nonexistent/mcp-server", "allow": [500], "timeout_s": 1}
+        ],
+        "reconnect_min_ms": 5_000,
+        "reconnect_max_ms": 10_000,
+    }
+    async with console_for(tmp_path, mcp=broken) as console:
+        await console.login()
+        with anyio.fail_after(15):
+            while True:
+                overview = (await console.client.get("/console/api/overview")).json()
+                mcp = {c["title"]: c["rows"] for c in overview["cards"]}.get("mcp")
+                if mcp and mcp[0][1]["state"] == "down" and "last_error" in mcp[0][1]:
+                    break
+                await anyio.sleep(0.05)
+        [(name, server)] = mcp
+        assert name == "missing"
+        assert server["state"] == "down"
+        assert server["tools"] == 0
+        assert server["withheld"] == 0
+        assert "/nonexistent/mcp-server" in server["last_error"]
+        titles = [card["title"] for card in overview["cards"]]
+        assert titles == ["connections", "messages", "model", "health", "extensions", "mcp"]

@@ -86,6 +86,12 @@ async def test_log_in_and_watch_a_message_arrive_with_its_decision_and_reasons(
         await peer.wait_for_call("send_group_msg", lambda c: tag("lv1") in c.text, within=15)
         await log_in(page, bot, shot=True)
         await page.wait_for_selector("#card-messages dd")
+        # One account: no account selector, the header as it always was.
+        assert await page.locator("select#account").count() == 0
+        assert "null" not in await page.inner_text("nav#nav")
+        assert await page.evaluate(
+            "() => [...document.getElementById('nav').childNodes].every((n) => n.nodeType === 1)"
+        )
         await screenshot(page, "overview")
         await page.goto(console_url(bot, f"live.html?chat={chat_of(group)}"))
         await page.wait_for_selector("li.msg[data-message-id]")
@@ -228,3 +234,63 @@ async def test_memory_what_if_config_and_logs_pages(
         await asyncio.sleep(0.5)
         await screenshot(page, "logs")
         assert [e for e in page.errors if "status of 401" not in e] == []
+
+
+ACCOUNTS_CONFIG = (
+    CONFIG
+    + f"""
+[[accounts]]
+id = {SELF_ID}
+[accounts.persona]
+name = "小灰"
+aliases = []
+
+[[accounts]]
+id = 10002
+[accounts.persona]
+name = "阿蓝"
+aliases = []
+"""
+)
+
+
+async def test_with_several_accounts_the_header_switches_the_account_every_page_works_on(
+    model: TaggedModel, tmp_path: Path
+) -> None:
+    group = 800_606
+    with scripted_bot(
+        tmp_path / "accounts",
+        model.server,
+        config=ACCOUNTS_CONFIG,
+        env={"GREYWIND_CONSOLE_PASSWORD": PASSWORD},
+    ) as bot:
+        async with connected_peer(bot, self_id=SELF_ID) as peer, chromium_page(tmp_path / "profile") as page:
+            await peer.say_in_group(group, 7011, "大家晚上好")
+            await log_in(page, bot)
+            accounts = page.locator("#card-accounts")
+            await accounts.wait_for()
+            assert "在线" in await accounts.locator("dd").first.inner_text()  # 10000, connected
+            assert "离线" in await accounts.locator("dd").nth(1).inner_text()  # 10002, not connected
+            await page.select_option("select#account", str(SELF_ID))
+            await page.wait_for_url(f"**/index.html?account={SELF_ID}")
+            await page.wait_for_selector("h1:has-text('小灰')")
+            await page.wait_for_selector("#card-origins dt:has-text('persona.name')")
+            assert "本账号" in await page.inner_text("#card-origins")
+            await screenshot(page, "overview-accounts")
+            # The nav keeps the account: the live view lists this account's chat and its message.
+            await page.click("nav#nav a:has-text('实时')")
+            await page.wait_for_url(f"**/live.html?account={SELF_ID}")
+            await page.goto(console_url(bot, f"live.html?account={SELF_ID}&chat={chat_of(group)}"))
+            row = page.locator("li.msg[data-message-id]", has_text="大家晚上好")
+            await row.wait_for(timeout=10_000)
+            assert await page.input_value("select#account") == str(SELF_ID)
+            await screenshot(page, "live-account")
+            # The other account never heard it.
+            await page.select_option("select#account", "10002")
+            await page.wait_for_url("**/live.html?account=10002")
+            await page.wait_for_selector("h1, #main *")
+            assert await page.locator("li.msg", has_text="大家晚上好").count() == 0
+            assert [e for e in page.errors if "status of 401" not in e] == []
+            # An account this process does not serve: the page says so.
+            await page.goto(console_url(bot, "index.html?account=99999"))
+            await page.wait_for_selector("#error:has-text('unknown account')")

@@ -5,8 +5,9 @@ each one a method of the runtime's admin control, the same the chat commands cal
 ``/thresholds`` (the per-chat override), ``/lexicon`` (add, pin, suppress). Each change answers
 with the control's own words, as a superuser would read them in the chat.
 
-A value's origin is ``default`` (the schema's default), ``config`` (the config file sets it
-otherwise) or ``group`` (this chat's override).
+A value's origin is ``default`` (the schema's default), ``config`` (the config file's shared tables
+set it otherwise), ``account`` (the account's own ``[[accounts]]`` table, with several accounts) or
+``group`` (this chat's override); see :mod:`runtime.console.origins`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
-from runtime.config.kernel import AttentionConfig, BudgetConfig
+from runtime.config.kernel import AttentionConfig
+from runtime.console.origins import value_origins
 from runtime.console.state import ConsoleState, console_state
 from runtime.kernel.lexicon.terms import LexiconKey, LexiconScope
 
@@ -50,34 +52,29 @@ class LexiconChange(Target):
     weight: float | None = Field(default=None, ge=0.0, le=10.0)
 
 
-def _origin(configured: Any, default: Any) -> str:
-    return "config" if configured != default else "default"
-
-
 def thresholds_view(state: ConsoleState, chat_id: str) -> dict[str, Any]:
     config = state.site.edge.config.attention
     saved = state.runtime.persistence.load_threshold_overrides().get(chat_id, {})
     now = state.runtime.kernel.thresholds(chat_id)
+    origins = value_origins(state.config_file, state.account, ("attention",))
     view = {}
     for name in ("high", "medium"):
-        default = AttentionConfig.model_fields[name].default
-        configured = getattr(config, name)
         view[name] = {
             "value": getattr(now, name),
-            "origin": "group" if name in saved else _origin(configured, default),
-            "config": configured,
-            "default": default,
+            "origin": "group" if name in saved else origins[f"attention.{name}"][1],
+            "config": getattr(config, name),
+            "default": AttentionConfig.model_fields[name].default,
         }
     return view
 
 
 def budget_settings(state: ConsoleState) -> dict[str, Any]:
     config = state.site.edge.config.budget
-    view = {}
-    for name in ("min_interval_ms", "max_per_window", "window_ms"):
-        default = BudgetConfig.model_fields[name].default
-        view[name] = {"value": getattr(config, name), "origin": _origin(getattr(config, name), default)}
-    return view
+    origins = value_origins(state.config_file, state.account, ("budget",))
+    return {
+        name: {"value": getattr(config, name), "origin": origins[f"budget.{name}"][1]}
+        for name in ("min_interval_ms", "max_per_window", "window_ms")
+    }
 
 
 def lexicon_view(state: ConsoleState, chat_id: str) -> list[dict[str, Any]]:

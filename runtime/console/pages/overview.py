@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from runtime.console.origins import value_origins
 from runtime.console.state import ConsoleState, console_state
 from runtime.console.views import plain
 
@@ -102,14 +103,68 @@ def _extensions(state: ConsoleState) -> list[tuple[str, Any]]:
     return [("loaded", loader.loaded() or "none")]
 
 
-def builtin_sections() -> list[tuple[str, Any]]:
-    """The overview's own sections, in order (the state's added sections follow)."""
+def _accounts(state: ConsoleState) -> list[tuple[str, Any]]:
+    """With several accounts: each listed one (QQ number and persona) online, offline or paused by a
+    restriction; then the connected accounts no table lists (the default stack serves them)."""
+    if not state.accounts:
+        return []
+    edge = _edge(state)
+    connected = [str(bot) for bot in edge.get("connected_bots", [])]
+    paused = {
+        str(a.get("account")): a.get("state")
+        for a in (edge.get("outbound") or {}).get("accounts", [])
+        if a.get("state") != "closed"
+    }
+    rows: list[tuple[str, Any]] = []
+    for account, view in state.accounts.items():
+        status = "restricted" if account in paused else "online" if account in connected else "offline"
+        rows.append((f"{account} {view.site.edge.config.persona.name}", status))
+    unlisted = [bot for bot in connected if bot not in state.accounts]
+    if unlisted:
+        rows.append(("unlisted", unlisted))
+    return rows
+
+
+def _mcp(state: ConsoleState) -> list[tuple[str, Any]]:
+    """One row per configured MCP server: its state, tools offered and withheld, its last error."""
+    rows: list[tuple[str, Any]] = []
+    for snap in state.runtime.mcp.snapshot():
+        value: dict[str, Any] = {
+            "state": snap["state"],
+            "tools": len(snap["tools"]),
+            "withheld": len(snap["withheld"]),
+        }
+        if snap.get("last_error"):
+            value["last_error"] = str(snap["last_error"])[-200:]
+        rows.append((snap["name"], value))
+    return rows
+
+
+def _origins(state: ConsoleState) -> list[tuple[str, Any]]:
+    """With several accounts: every value this stack runs with that is not the built-in default, and
+    where it comes from (the shared config or the account's own table)."""
+    if not state.accounts:
+        return []
+    origins = value_origins(state.config_file, state.account)
     return [
+        (key, {"value": value, "origin": origin})
+        for key, (value, origin) in origins.items()
+        if origin != "default"
+    ]
+
+
+def builtin_sections() -> list[tuple[str, Any]]:
+    """The overview's own sections, in order (the state's added sections follow); a section with no
+    rows is left off the page."""
+    return [
+        ("accounts", _accounts),
         ("connections", _connections),
         ("messages", _messages),
         ("model", _model),
         ("health", _health),
         ("extensions", _extensions),
+        ("mcp", _mcp),
+        ("origins", _origins),
     ]
 
 
@@ -160,11 +215,14 @@ async def overview(request: Request) -> dict[str, Any]:
     cards = []
     for title, rows in [*builtin_sections(), *state.sections]:
         try:
-            cards.append({"title": title, "rows": [[label, plain(value)] for label, value in rows(state)]})
+            shown = [[label, plain(value)] for label, value in rows(state)]
         except Exception as exc:  # one broken section must not blank the page
-            cards.append({"title": title, "rows": [["error", repr(exc)]]})
+            shown = [["error", repr(exc)]]
+        if shown:
+            cards.append({"title": title, "rows": shown})
     features = _per_feature(state)
     return {
+        "account": state.account,
         "persona": edge.config.persona.name,
         "shadow_mode": edge.shadow_mode,
         "model_ready": edge.model_configured,

@@ -78,4 +78,11 @@ async def current(request: Request) -> dict[str, Any]:
         "csrf": session_of(request).csrf,
         "persona": edge.config.persona.name,
         "shadow_mode": edge.shadow_mode,
+        # The header's account selector: the account this page works on (None: the default stack)
+        # and every listed account (empty with one account: no selector).
+        "account": state.account,
+        "accounts": [
+            {"id": account, "persona": view.site.edge.config.persona.name}
+            for account, view in state.accounts.items()
+        ],
     }

@@ -35,6 +35,9 @@ const GW = (() => {
       deleted_n: "已删除 {n} 条", type: "类型", scope: "范围",
       whatif: "假如", hours: "最近几小时", run: "重放", now_thresholds: "现在的阈值", changed: "改动后",
       would_speak: "会发言", actual_sent: "实际发送", replayed: "重放了 {n} 条消息", whatif_hint: "用重放引擎把这个群最近的消息按改动后的阈值再过一遍：模型按立即回答计。",
+      account: "账号", default_stack: "默认（未列出的账号）", online: "在线", offline: "离线", restricted: "风控暂停中",
+      unlisted: "未列出的已连接账号", mcp: "MCP 服务", up: "正常", down: "断开", connecting: "连接中",
+      withheld: "未开放", last_error: "最近错误", origins: "配置来源（非默认值）", origin_account: "本账号",
     },
     en: {
       title: "GreyWind console", overview: "Overview", live: "Live", group: "Group settings", logout: "Log out",
@@ -71,12 +74,27 @@ const GW = (() => {
       whatif: "What if", hours: "Last hours", run: "Replay", now_thresholds: "Thresholds now", changed: "Changed",
       would_speak: "Would speak", actual_sent: "Actually sent", replayed: "{n} messages replayed",
       whatif_hint: "The replay engine runs the group's recent messages again under the changed thresholds (the model taken to answer at once).",
+      account: "Account", default_stack: "Default (accounts not listed)", online: "online", offline: "offline",
+      restricted: "paused by a restriction", unlisted: "Connected, not listed", mcp: "MCP servers", up: "up",
+      down: "down", connecting: "connecting", withheld: "withheld", last_error: "last error",
+      origins: "Where values come from (non-default)", origin_account: "account",
     },
   };
   // The pages in the nav, in order; a page is <name>.html (the overview is index.html) and <name>.js.
   const PAGES = ["overview", "live", "group", "memory", "whatif", "config", "logs"];
   let lang = localStorage.getItem("gw-lang") === "en" ? "en" : "zh";
   let csrf = sessionStorage.getItem("gw-csrf") || "";
+  // The account every page and API call works on (?account=, kept across the nav); "" the default.
+  const params = new URLSearchParams(location.search);
+  const account = params.get("account") || "";
+  let accounts = [];
+
+  // ``path`` (a page or an API route, maybe with its own query) for the selected account.
+  function withAccount(path) {
+    if (!account) return path;
+    const [base, hash] = path.split("#");
+    return base + (base.includes("?") ? "&" : "?") + "account=" + encodeURIComponent(account) + (hash ? "#" + hash : "");
+  }
 
   function t(key, vars) {
     let word = (WORDS[lang] && WORDS[lang][key]) || WORDS.zh[key] || key;
@@ -107,7 +125,7 @@ const GW = (() => {
       init.headers["X-CSRF-Token"] = csrf;
       init.body = JSON.stringify(body);
     }
-    const response = await fetch(path, init);
+    const response = await fetch(withAccount(path), init);
     if (response.status === 401 && !path.endsWith("api/login")) {
       location.href = "login.html";
       return new Promise(() => {}); // the page is leaving: nothing more to do here
@@ -118,9 +136,15 @@ const GW = (() => {
   }
 
   async function session() {
-    const data = await api("api/session");
+    const data = await api("api/session").catch((exc) => {
+      // ?account= names an account this process does not serve: say so instead of a blank page.
+      const main = document.getElementById("main");
+      if (exc.status === 404 && main) main.replaceChildren(el("p", { id: "error", class: "warn", text: exc.message }));
+      throw exc;
+    });
     csrf = data.csrf;
     sessionStorage.setItem("gw-csrf", csrf);
+    accounts = data.accounts || [];
     return data;
   }
 
@@ -141,8 +165,9 @@ const GW = (() => {
     bar.replaceChildren(
       el("span", { class: "brand", text: t("title") }),
       ...PAGES.map((page) =>
-        el("a", { href: page === "overview" ? "index.html" : page + ".html", class: page === current ? "here" : "", text: t(page) })),
+        el("a", { href: withAccount(page === "overview" ? "index.html" : page + ".html"), class: page === current ? "here" : "", text: t(page) })),
       el("span", { class: "grow" }),
+      ...(accounts.length ? [accountPicker()] : []),
       el("button", { class: "ghost", id: "lang", text: t("lang"), onclick: () => {
         lang = lang === "zh" ? "en" : "zh";
         localStorage.setItem("gw-lang", lang);
@@ -156,6 +181,20 @@ const GW = (() => {
         location.href = "login.html";
       } }),
     );
+  }
+
+  // With several accounts: a selector in the header; picking one opens this page for that account
+  // (a chat picked on the page belongs to the account it came from, so it is not carried over).
+  function accountPicker() {
+    const select = el("select", { id: "account", "aria-label": t("account"), onchange: () => {
+      const next = new URLSearchParams();
+      if (select.value) next.set("account", select.value);
+      location.href = location.pathname + (select.value ? "?" + next : "");
+    } },
+      el("option", { value: "", text: t("default_stack") }),
+      ...accounts.map((a) => el("option", { value: a.id, text: `${a.id} ${a.persona}` })));
+    select.value = account;
+    return el("label", { class: "account" }, t("account") + " ", select);
   }
 
   function when(seconds) {
@@ -179,6 +218,5 @@ const GW = (() => {
     return node;
   }
 
-  const params = new URLSearchParams(location.search);
-  return { t, el, svg, api, session, setCsrf, applyWords, nav, when, hue, params, get lang() { return lang; } };
+  return { t, el, svg, api, session, setCsrf, applyWords, nav, when, hue, params, withAccount, account, get lang() { return lang; } };
 })();

@@ -38,7 +38,7 @@ function render(g) {
   document.getElementById("main").replaceChildren(
     el("header", { class: "page-head" }, el("h1", { text: `${t("group")} · ${g.chat_id}` }),
       ...["live", "memory", "whatif"].map((page) =>
-        el("a", { href: `${page}.html?chat=${encodeURIComponent(g.chat_id)}`, text: t(page) + " →" }))),
+        el("a", { href: GW.withAccount(`${page}.html?chat=${encodeURIComponent(g.chat_id)}`), text: t(page) + " →" }))),
     el("p", { id: "answer", class: "answer", role: "status" }),
     el("section", { class: "cards" },
       el("div", { class: "card" }, el("h2", { text: t("enabled") }),
@@ -83,7 +83,7 @@ async function pick() {
   document.getElementById("main").replaceChildren(
     el("header", { class: "page-head" }, el("h1", { text: t("group") })),
     el("ul", { class: "group-list card" }, ...data.groups.map((g) =>
-      el("li", {}, el("a", { href: "group.html?chat=" + encodeURIComponent(g.chat_id), text: g.chat_id }),
+      el("li", {}, el("a", { href: GW.withAccount("group.html?chat=" + encodeURIComponent(g.chat_id)), text: g.chat_id }),
         " ", el("span", { class: "muted", text: `${g.per_minute}/min · ${g.enabled ? t("enabled") : t("disabled")}` })))));
 }
 

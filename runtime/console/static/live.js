@@ -134,7 +134,7 @@ function side(budget, pending, thresholds) {
     pending.length
       ? el("ul", { class: "pending" }, ...pending.map((p) => el("li", { text: `${p.kind} · ${when(p.not_before)} · ${GW.lang === "zh" ? p.state_zh : p.state}` })))
       : el("p", { class: "muted", text: t("empty") }),
-    el("p", {}, el("a", { href: "group.html?chat=" + encodeURIComponent(chat), text: t("settings_of") + " →" })));
+    el("p", {}, el("a", { href: GW.withAccount("group.html?chat=" + encodeURIComponent(chat)), text: t("settings_of") + " →" })));
 }
 
 async function open(chatId) {
@@ -149,7 +149,7 @@ async function open(chatId) {
   for (const m of data.messages) addMessage(m);
   side(data.budget, data.pending, data.thresholds);
   plot();
-  source = new EventSource("api/live/stream?chat=" + encodeURIComponent(chat));
+  source = new EventSource(GW.withAccount("api/live/stream?chat=" + encodeURIComponent(chat)));
   source.addEventListener("message", (e) => addMessage(JSON.parse(e.data)));
   source.addEventListener("reply", (e) => add(replyRow(JSON.parse(e.data))));
   source.addEventListener("update", (e) => update(JSON.parse(e.data)));

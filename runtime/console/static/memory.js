@@ -47,7 +47,7 @@ async function pick() {
   document.getElementById("main").replaceChildren(
     el("header", { class: "page-head" }, el("h1", { text: t("memory") })),
     el("ul", { class: "group-list card" }, ...data.groups.map((g) =>
-      el("li", {}, el("a", { href: "memory.html?chat=" + encodeURIComponent(g.chat_id), text: g.chat_id })))));
+      el("li", {}, el("a", { href: GW.withAccount("memory.html?chat=" + encodeURIComponent(g.chat_id)), text: g.chat_id })))));
 }
 
 (async () => {

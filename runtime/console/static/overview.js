@@ -1,5 +1,6 @@
 "use strict";
-// The overview: cards of figures (the runtime's statistics), tokens per feature and per group today.
+// The overview: cards of figures (the runtime's statistics; with several accounts, the accounts and
+// where values come from), tokens per feature and per group today.
 const { t, el, svg, api } = GW;
 
 // Tokens per day as bars (the ledger's last two weeks).
@@ -19,7 +20,12 @@ function days(rows) {
 let last = null;
 
 function value(v) {
-  if (Array.isArray(v)) return v.length ? v.join("，") : t("none");
+  if (Array.isArray(v)) return v.length ? v.map((x) => (x && typeof x === "object" ? value(x) : String(x))).join("，") : t("none");
+  if (v && typeof v === "object") {
+    // A value with its origin (where it comes from), or an MCP server's figures (state first).
+    if ("origin" in v) return `${JSON.stringify(v.value)}（${t("origin_" + v.origin)}）`;
+    return Object.entries(v).map(([k, x]) => (k === "state" ? t(String(x)) : `${t(k)} ${String(x)}`)).join("，");
+  }
   if (typeof v === "boolean") return v ? "✓" : "✗";
   if (v === null || v === undefined) return "—";
   return t(String(v));
