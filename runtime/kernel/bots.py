@@ -6,15 +6,20 @@ The :class:`BotRoster` knows which senders are bots and breaks such an exchange:
 * **known bots** — ``[bots] ids``, plus what the composition root adds with :meth:`BotRoster.add_known`
   (the other accounts of this process, heard in a group they share);
 * **detected bots** — an account that behaves like one: each of its last ``detect_runs`` messages
-  came within ``detect_latency`` seconds after someone else's message in the same chat. People do
-  not answer within a second, every time, for long runs; bots do. ``detect_runs`` slow messages in a
-  row take the label off again (``0`` turns detection off).
+  *answered* someone else's within ``detect_latency`` seconds. People do not answer within a second,
+  every time, for long runs; bots do. A message counts as an answer when the one before it was the
+  bot's own, or came after a pause longer than ``detect_latency``: in a burst where everyone writes
+  within a second of everyone else, speed proves nothing, and a busy group of people is not taken
+  for a room of bots. ``detect_runs`` messages in a row that are no fast answer take the label off
+  again (``0`` turns detection off).
 
 Every message from a bot adds one to its chat's count of *bot turns*; a message from a person sets it
 back to zero. Once the count passes ``max_turns`` the kernel only records a bot's messages (reason
 ``bot exchange``) until a person speaks: the bot answers at most ``max_turns`` bot messages in a row.
-The bot's own messages are no turns (the kernel never scores them) but they are the chat's latest
-message, so an account answering them within a second is timed against them.
+A known bot is held to that anywhere; a detected one — a guess from timing — only where the bot has
+spoken since a person last did (it is in the exchange), so a misjudged person in a chat the bot has
+kept out of is never silenced. The bot's own messages are no turns (the kernel never scores them) but
+they are the chat's latest message, so an account answering them within a second is timed against them.
 
 Everything is per message and O(1): one chat entry and one sender entry looked up and written; the
 sender entries are bounded (``max_tracked``; past it the sender first heard longest ago is forgotten).
@@ -69,14 +74,26 @@ class BotRoster:
     """See the module docstring. The kernel calls :meth:`observe` for every message from someone else
     and :meth:`note_own` for each of the bot's own; the composition root calls :meth:`add_known`."""
 
-    __slots__ = ("_bot_messages", "_detected", "_held", "_known", "_last", "_runs", "_settings", "_turns")
+    __slots__ = (
+        "_bot_messages",
+        "_detected",
+        "_engaged",
+        "_held",
+        "_known",
+        "_last",
+        "_runs",
+        "_settings",
+        "_turns",
+    )
 
     def __init__(self, settings: BotSettings | None = None) -> None:
         self._settings = s = settings or BotSettings()
         self._known: set[str] = {str(i) for i in s.ids}
         self._detected: set[str] = set()
         self._runs: dict[str, list[int]] = {}  # sender -> [fast answers in a row, slow ones in a row]
-        self._last: dict[str, tuple[float, str]] = {}  # chat id -> (time, sender) of its latest message
+        # chat id -> (time, sender, whether it came after a pause or was the bot's own) of its latest message
+        self._last: dict[str, tuple[float, str, bool]] = {}
+        self._engaged: set[str] = set()  # chats where the bot has spoken since a person last did
         self._turns: dict[str, int] = {}  # chat id -> bot messages since a person last spoke
         self._bot_messages = 0
         self._held = 0
@@ -103,32 +120,38 @@ class BotRoster:
         return self._turns.get(chat_id, 0)
 
     def note_own(self, chat_id: str, now: float) -> None:
-        """The bot's own message is the chat's latest (an answer to it is timed from it)."""
-        self._last[chat_id] = (now, _OWN)
+        """The bot's own message is the chat's latest (an answer to it is timed from it), and the
+        bot is in whatever exchange the chat has until a person speaks."""
+        self._last[chat_id] = (now, _OWN, True)
+        self._engaged.add(chat_id)
 
     def observe(self, chat_id: str, sender_id: str, now: float) -> int:
         """Take in a message from someone else: 0 for a person, else the chat's bot turns with it."""
         s = self._settings
         previous = self._last.get(chat_id)
-        self._last[chat_id] = (now, sender_id)
+        self._last[chat_id] = (now, sender_id, previous is None or now - previous[0] > s.detect_latency)
         if s.detect_runs and sender_id not in self._known:
             self._time(sender_id, previous, now)
         if sender_id not in self._known and sender_id not in self._detected:
             if chat_id in self._turns:
                 del self._turns[chat_id]
+            self._engaged.discard(chat_id)
             return 0
         self._bot_messages += 1
         turns = self._turns[chat_id] = self._turns.get(chat_id, 0) + 1
         return turns
 
-    def holds_back(self, turns: int) -> bool:
-        """Whether a bot message that made ``turns`` is only recorded (counted when it is)."""
+    def holds_back(self, chat_id: str, sender_id: str, turns: int) -> bool:
+        """Whether a bot message that made ``turns`` in ``chat_id`` is only recorded (counted when it
+        is): past ``max_turns`` — for a detected bot (a guess) only in an exchange the bot is part of."""
         if turns <= self._settings.max_turns:
+            return False
+        if sender_id not in self._known and chat_id not in self._engaged:
             return False
         self._held += 1
         return True
 
-    def _time(self, sender_id: str, previous: tuple[float, str] | None, now: float) -> None:
+    def _time(self, sender_id: str, previous: tuple[float, str, bool] | None, now: float) -> None:
         s = self._settings
         runs = self._runs.get(sender_id)
         if runs is None:
@@ -138,7 +161,10 @@ class BotRoster:
                 self._detected.discard(forgotten)
             runs = self._runs[sender_id] = [0, 0]
         fast = (
-            previous is not None and previous[1] != sender_id and 0.0 <= now - previous[0] <= s.detect_latency
+            previous is not None
+            and previous[1] != sender_id
+            and previous[2]  # an answer to a message worth answering, not one more line of a burst
+            and 0.0 <= now - previous[0] <= s.detect_latency
         )
         if fast:
             runs[0] += 1
@@ -153,8 +179,9 @@ class BotRoster:
 
     def prune(self, before: float) -> None:
         """Forget the latest message of chats silent since ``before`` (it times nothing any more)."""
-        for chat_id in [c for c, (at, _) in self._last.items() if at < before]:
+        for chat_id in [c for c, (at, _, _) in self._last.items() if at < before]:
             del self._last[chat_id]
+            self._engaged.discard(chat_id)
 
     def statistics(self) -> BotRosterStatistics:
         return BotRosterStatistics(

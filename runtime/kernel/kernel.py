@@ -239,7 +239,7 @@ class Kernel:
             tuple(dict.fromkeys([h.term for h in topical])) if topical else (),  # keywords
         )
         attention = score_attention(inp, self._chat_attention.get(chat_id, s.attention))
-        held_back = bot_turns > 0 and bots.holds_back(bot_turns)
+        held_back = bot_turns > 0 and bots.holds_back(chat_id, message.sender_id, bot_turns)
         if held_back:  # a bot exchange ran past [bots] max_turns: recorded until a person speaks
             reasons = (*attention.reasons, f"{BOT_EXCHANGE} ({bot_turns})")
             attention = Attention(attention.score, _LOW, reasons)

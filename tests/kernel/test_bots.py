@@ -148,3 +148,26 @@ def test_bad_settings_are_refused():
         BotSettings(max_turns=-1)
     with pytest.raises(InvalidSetting):
         BotSettings(detect_latency=-0.5)
+
+
+def test_people_writing_in_a_burst_are_not_taken_for_bots_and_their_at_is_answered():
+    # A busy group: three people, every line within a second of the one before. Speed in a burst
+    # proves nothing; none of them is a bot, and an @ after thirty such lines is answered.
+    k = kernel(max_turns=2, detect_runs=6, detect_latency=1.0)
+    for n in range(30):
+        k.ingest(msg(f"闲聊第{n}句", 100.0 + n * 0.2, f"p{n % 3}"))
+    assert k.bots.detected() == frozenset()
+    assert k.ingest(msg("@灰风 在吗", 106.1, "p1", addressed=True)).action is IngestAction.ACT_NOW
+
+
+def test_a_detected_bot_is_not_held_back_where_the_bot_has_not_spoken():
+    # An account answering a person within a second, again and again, is taken for a bot; while
+    # the bot itself keeps out of the chat, there is no exchange of its to break.
+    k = kernel(max_turns=1, detect_runs=3, detect_latency=1.0)
+    t = 0.0
+    for _ in range(8):
+        t += 10.0
+        k.ingest(msg("有人吗", t, "alice"))
+        k.ingest(msg("自动回复：我在", t + 0.2, OTHER_BOT))
+    assert k.bots.is_bot(OTHER_BOT)
+    assert k.ingest(msg("@灰风 帮我看看", t + 0.4, OTHER_BOT, addressed=True)).action is IngestAction.ACT_NOW
