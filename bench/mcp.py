@@ -1,6 +1,6 @@
 """MCP call overhead: what a call costs on top of the server's own time, over stdio and streamable HTTP.
 
-The server is the tests' sample server (``tests/mcp/sample_server.py``, FastMCP), run as a real
+The server is the tests' sample server (``tests/mcp/sample_server.py``, MCPServer), run as a real
 subprocess: over stdio as the bot's child, over HTTP under uvicorn on a loopback port. Its tool
 ``slow`` sleeps ``--tool-ms`` milliseconds, the server's own time. For each transport, ``--calls``
 calls (after a warm-up) are timed two ways, wall clock, median and p99:

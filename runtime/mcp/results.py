@@ -29,7 +29,7 @@ ERROR_CHARS = 120
 
 
 class McpToolFailed(Exception):
-    """The call failed on the server's side (``isError``, or a protocol error); the message is the
+    """The call failed on the server's side (``is_error``, or a protocol error); the message is the
     server's words, capped and framed like a result: they are untrusted too."""
 
     def __init__(self, name: str, text: str) -> None:
@@ -39,8 +39,8 @@ class McpToolFailed(Exception):
 def result_text(result: types.CallToolResult) -> str:
     """The answer's content as plain text (structured content when there is no text)."""
     parts = [_block_text(block) for block in result.content]
-    if not any(parts) and result.structuredContent is not None:
-        parts.append(json.dumps(result.structuredContent, ensure_ascii=False, default=str))
+    if not any(parts) and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
     return "\n".join(part for part in parts if part) or "(no result)"
 
 
@@ -48,9 +48,9 @@ def _block_text(block: Any) -> str:
     match block:
         case types.TextContent(text=text):
             return text
-        case types.ImageContent(mimeType=mime):
+        case types.ImageContent(mime_type=mime):
             return f"[image {mime}, not shown]"
-        case types.AudioContent(mimeType=mime):
+        case types.AudioContent(mime_type=mime):
             return f"[audio {mime}, not shown]"
         case types.ResourceLink(uri=uri, name=name):
             return f"[resource {name}: {uri}]"

@@ -10,8 +10,8 @@ that doubles from ``reconnect_min_ms`` up to ``reconnect_max_ms`` (from the star
 session has lasted ``reconnect_max_ms``) a new process or HTTP session is started and initialised
 from scratch; its tools return with ``mcp_server_up``. Nothing here is awaited by start-up or by
 any chat: the task runs beside them, and a call reaches the session only through the registry,
-which cuts it off after ``timeout_s`` (the episode goes on with the failure); the server is then
-sent ``notifications/cancelled`` for it, so a hung call does not run on there.
+which cuts it off after ``timeout_s`` (the episode goes on with the failure); the SDK then sends
+the server ``notifications/cancelled`` for it, so a hung call does not run on there.
 
 The child's stderr goes to ``<data dir>/mcp/<server>.log`` (moved to ``.log.1`` past 4 MB at a start).
 The child process gets a minimal environment (the SDK's: ``PATH``, ``HOME``, ...) plus the server's
@@ -37,13 +37,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
-import httpx
+import httpx2
 import structlog
-from mcp import ClientSession, StdioServerParameters, types
+from mcp import ClientSession, MCPError, StdioServerParameters, types
+from mcp.client import IncomingMessage
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import McpError
 
 from runtime.config.mcp import McpServerConfig
 from runtime.mcp.access import permission
@@ -59,8 +58,6 @@ log = structlog.get_logger("greywind.mcp")
 MAX_DESCRIPTION = 500
 # A tool's argument schema is in every prompt that offers it too: one larger than this is not offered.
 MAX_SCHEMA = 8_000
-# How long telling a server that a call was cut off may take (shielded, so it is kept short).
-CANCEL_NOTICE_WAIT = 0.5
 # A child's stderr goes to <data dir>/mcp/<server>.log; one over this size is moved to .log.1 at a start.
 STDERR_LOG_MAX = 4 * 1024 * 1024
 
@@ -230,10 +227,9 @@ class McpServer:
         headers = {}
         for header, variable in cfg.headers_env.items():
             headers[header] = self._variable(variable, f"for header {header}")
-        client = create_mcp_http_client(headers=headers, timeout=_http_timeout(cfg.timeout_s))
+        client = httpx2.AsyncClient(headers=headers, timeout=_http_timeout(cfg.timeout_s))
         await stack.enter_async_context(client)
-        read, write, _ = await stack.enter_async_context(streamable_http_client(cfg.url, http_client=client))
-        return read, write
+        return await stack.enter_async_context(streamable_http_client(cfg.url, http_client=client))
 
     def _variable(self, name: str, why: str) -> str:
         value = self._env.get(name)
@@ -275,11 +271,9 @@ class McpServer:
             if waited.cancelled_caught:
                 raise TimeoutError(f"ping not answered within {timeout:g} s")
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: IncomingMessage) -> None:
         """What the server sends of its own accord: only a changed tool list matters here."""
-        if isinstance(message, types.ServerNotification) and isinstance(
-            message.root, types.ToolListChangedNotification
-        ):
+        if isinstance(message, types.ToolListChangedNotification):
             self._tools_changed.set()
 
     def _set_state(self, state: ServerState) -> None:
@@ -304,7 +298,7 @@ class McpServer:
                 withheld.append((tool.name, f"the name {name} is taken"))
                 log.warning("mcp_tool_name_taken", server=cfg.name, tool=tool.name, name=name)
                 continue
-            schema = tool.inputSchema or {"type": "object", "properties": {}}
+            schema = tool.input_schema or {"type": "object", "properties": {}}
             if len(json.dumps(schema, ensure_ascii=False, default=str)) > MAX_SCHEMA:
                 withheld.append((tool.name, f"its argument schema is over {MAX_SCHEMA} characters"))
                 continue
@@ -344,35 +338,16 @@ class McpServer:
         session = self._session
         if session is None:
             raise McpServerDown(f"MCP server {self.name} is not connected")
-        # The id the SDK gives this request (taken with no await in between), to cancel it by.
-        request_id = getattr(session, "_request_id", None)
+        # Cut off (the registry's timeout, or a stop), the SDK tells the server the request is
+        # cancelled, so a hung call does not keep running there.
         try:
             result = await session.call_tool(mcp_name, args)
-        except McpError as exc:  # the server's error message: its words, framed
-            raise McpToolFailed(name, exc.error.message) from None
-        except anyio.get_cancelled_exc_class():
-            # Cut off (the registry's timeout, or a stop): tell the server, so a hung call does
-            # not keep running there. The SDK itself only forgets the request.
-            if isinstance(request_id, int):
-                await _cancel_request(session, request_id)
-            raise
+        except MCPError as exc:  # the server's error message: its words, framed
+            raise McpToolFailed(name, exc.message) from None
         text = result_text(result)
-        if result.isError:
+        if result.is_error:
             raise McpToolFailed(name, text)
         return framed(name, text, self.config.max_result_chars)
-
-
-async def _cancel_request(session: ClientSession, request_id: int) -> None:
-    notice = types.CancelledNotification(
-        params=types.CancelledNotificationParams(requestId=request_id, reason="timed out")
-    )
-    # Shielded (the caller is being cancelled) and short; a broken session has nothing left to cancel.
-    with (
-        anyio.CancelScope(shield=True),
-        anyio.move_on_after(CANCEL_NOTICE_WAIT),
-        contextlib.suppress(Exception),
-    ):
-        await session.send_notification(types.ClientNotification(notice))
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:
@@ -381,7 +356,7 @@ async def _list_tools(session: ClientSession) -> list[types.Tool]:
     for _ in range(100):  # a server that pages forever is cut off
         page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
         tools.extend(page.tools)
-        cursor = page.nextCursor
+        cursor = page.next_cursor
         if not cursor:
             break
     return tools
@@ -393,11 +368,11 @@ def _declares_side_effects(tool: types.Tool) -> bool:
     hints = tool.annotations
     if hints is None:
         return False
-    return hints.readOnlyHint is False or hints.destructiveHint is True
+    return hints.read_only_hint is False or hints.destructive_hint is True
 
 
-def _http_timeout(seconds: float) -> httpx.Timeout:
-    return httpx.Timeout(seconds, read=max(seconds, 300.0))
+def _http_timeout(seconds: float) -> httpx2.Timeout:
+    return httpx2.Timeout(seconds, read=max(seconds, 300.0))
 
 
 def _describe(exc: BaseException) -> str:

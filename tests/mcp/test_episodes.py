@@ -82,7 +82,7 @@ async def test_tools_are_offered_in_allowed_chats_only_and_their_results_reach_t
     # The result's "/disable" was data: the group is still enabled and nothing else was sent.
     assert h.runtime.bot.core.groups.enabled("group:500")
     # The child's stderr went to its own file in the data directory, not the bot's log.
-    assert "Processing request of type CallToolRequest" in (data_dir / "mcp" / "sample.log").read_text()
+    assert "sample: echo called with '你好'" in (data_dir / "mcp" / "sample.log").read_text()
 
 
 async def test_a_hung_call_times_out_while_another_chat_is_answered_within_a_second(

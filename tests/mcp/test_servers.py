@@ -174,7 +174,9 @@ async def test_a_tool_whose_schema_would_flood_the_prompt_is_not_offered() -> No
         "properties": {f"p{i}": {"type": "string", "description": "x" * 100} for i in range(100)},
     }
     small = {"type": "object", "properties": {"q": {"type": "string"}}}
-    server._register([types.Tool(name="huge", inputSchema=huge), types.Tool(name="small", inputSchema=small)])
+    server._register(
+        [types.Tool(name="huge", input_schema=huge), types.Tool(name="small", input_schema=small)]
+    )
     assert "sample__small" in tools
     assert "sample__huge" not in tools
     assert dict(server.snapshot().withheld)["huge"] == "its argument schema is over 8000 characters"
