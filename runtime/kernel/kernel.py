@@ -123,7 +123,7 @@ _WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
 # Enum members bound once: a class attribute lookup on an Enum costs ~10x a global on the hot path.
 _PERSONA_SCOPE = LexiconScope.PERSONA
 _LOW, _FORCED, _HIGH = Decision.LOW, Decision.FORCED, Decision.HIGH
-_SKIPPED, _CLASSIFIED = EventState.SKIPPED, EventState.CLASSIFIED
+_SKIPPED, _WAITS = EventState.SKIPPED, EventState.SCHEDULED
 _RECORDED, _SCHEDULED, _ACT_NOW = IngestAction.RECORDED, IngestAction.SCHEDULED, IngestAction.ACT_NOW
 _READY = ActivationOutcome.READY
 _PRIVATE = ChatKind.PRIVATE
@@ -284,7 +284,7 @@ class Kernel:
                 deadline=now + (sched.high_deadline if high else sched.medium_deadline),
                 priority=attention.score,
                 payload={"decision": decision.value, "reasons": attention.reasons},
-                state=_CLASSIFIED,
+                state=_WAITS,  # captured -> classified -> scheduled, counted as two moves
             )
             event = self.scheduler.schedule_event(event, now)
             action, reason = _SCHEDULED, f"attention {decision.value}"
@@ -336,7 +336,7 @@ class Kernel:
         if verdict.allowed:
             state = EventState.ELIGIBLE
         elif delayed:
-            state = EventState.CLASSIFIED
+            state = EventState.SCHEDULED
         else:
             state = EventState.SKIPPED
             payload["skip_reason"] = verdict.reason
@@ -351,7 +351,7 @@ class Kernel:
             deadline=deadline,
             priority=1.0,
             payload=payload,
-            state=state,  # captured -> classified -> eligible, -> classified, or -> skipped
+            state=state,  # captured -> classified -> eligible, -> scheduled, or -> skipped
         )
         if verdict.allowed:
             return IngestAction.ACT_NOW, event, "forced", now
