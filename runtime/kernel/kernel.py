@@ -124,10 +124,13 @@ _WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
 # Enum members bound once: a class attribute lookup on an Enum costs ~10x a global on the hot path.
 _PERSONA_SCOPE = LexiconScope.PERSONA
 _LOW, _FORCED, _HIGH = Decision.LOW, Decision.FORCED, Decision.HIGH
-_SKIPPED, _CLASSIFIED = EventState.SKIPPED, EventState.CLASSIFIED
+_SKIPPED, _WAITS = EventState.SKIPPED, EventState.SCHEDULED
 _RECORDED, _SCHEDULED, _ACT_NOW = IngestAction.RECORDED, IngestAction.SCHEDULED, IngestAction.ACT_NOW
 _READY = ActivationOutcome.READY
 _PRIVATE = ChatKind.PRIVATE
+# A member's ``.value`` is a property call; what a scheduled message's event and result say, by decision.
+_DECISION_VALUE = {d: d.value for d in Decision}
+_SCHEDULED_REASON = {d: f"attention {d.value}" for d in Decision}
 # Positional builders (every field, set through the slots): made for every message.
 _attention_input = builder(AttentionInput)
 _ingest_result = builder(IngestResult)
@@ -286,11 +289,11 @@ class Kernel:
                 not_before=activate_at,
                 deadline=now + (sched.high_deadline if high else sched.medium_deadline),
                 priority=attention.score,
-                payload={"decision": decision.value, "reasons": attention.reasons},
-                state=_CLASSIFIED,
+                payload={"decision": _DECISION_VALUE[decision], "reasons": attention.reasons},
+                state=_WAITS,  # captured -> classified -> scheduled, counted as two moves
             )
             event = self.scheduler.schedule_event(event, now)
-            action, reason = _SCHEDULED, f"attention {decision.value}"
+            action, reason = _SCHEDULED, _SCHEDULED_REASON[decision]
         act_now: Activation | None = None
         if action is not _RECORDED:
             superseded = self._supersession.supersede(event, now)
@@ -339,7 +342,7 @@ class Kernel:
         if verdict.allowed:
             state = EventState.ELIGIBLE
         elif delayed:
-            state = EventState.CLASSIFIED
+            state = EventState.SCHEDULED
         else:
             state = EventState.SKIPPED
             payload["skip_reason"] = verdict.reason
@@ -354,7 +357,7 @@ class Kernel:
             deadline=deadline,
             priority=1.0,
             payload=payload,
-            state=state,  # captured -> classified -> eligible, -> classified, or -> skipped
+            state=state,  # captured -> classified -> eligible, -> scheduled, or -> skipped
         )
         if verdict.allowed:
             return IngestAction.ACT_NOW, event, "forced", now
