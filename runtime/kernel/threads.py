@@ -17,6 +17,11 @@ signals people use to follow a chat, and the best thread scoring ``join_threshol
   which is the plain rule of design/0002 §4. A private chat always follows that rule (two people, one
   conversation at a time); ``chatter_joins_recent`` sends word-free group chatter the same way.
 
+By default (``scorer = "learned"``) the link scorer of ``_links``, fitted on annotated IRC chat, chooses
+instead, these signals deciding first where they rest on QQ's structure, which IRC lacks (the @-ed
+person answering, an @ between two who talked by @, a newcomer's shared words), and a thread idle past
+the gap that holds none of a message's words is not joined without an @ (see ``ThreadTracker._link``).
+
 Measured on real chat logs by ``bench/disentangle.py``; the defaults here equal ``[threads]``'s.
 
 Everything is bounded: per chat, the number of live threads, of remembered message ids (for
@@ -61,8 +66,8 @@ __all__ = [
     "ThreadTrackerStatistics",
 ]
 
-# How a message that is not a reply finds its thread: the learned link scorer (``_links``) or the
-# summed signals with their configured weights (``_chatstate.choose``).
+# How a message that is not a reply finds its thread: the summed signals with their configured weights
+# (``_chatstate.choose``), or the learned link scorer (``_links``) framed by them (the default).
 SCORERS = ("signals", "learned")
 # The score reported for a reply: finite, so it serialises as JSON, and above any usual sum.
 REPLY_SCORE = 100.0
