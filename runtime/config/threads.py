@@ -43,10 +43,11 @@ class ThreadsConfig(Section):
     join_threshold: float = Field(default=0.4, ge=0.0, le=10.0)
     # Messages without a content word ("lol", "哈哈", a sticker) join the latest thread within the gap.
     chatter_joins_recent: bool = False
-    # How a message that is not a reply finds its thread: "signals", the weighted signals above summed
-    # against join_threshold, or "learned", the link scorer fitted on annotated chat
-    # (bench/train_links.py; the weight_*, *_span_ms and join_threshold keys are then unused).
-    scorer: Literal["signals", "learned"] = "signals"
+    # How a message that is not a reply finds its thread: "learned", the link scorer fitted on annotated
+    # chat (bench/train_links.py), with the signals above deciding first where QQ's structure speaks
+    # (an @-ed person answering, an @ between two who talked by @, a newcomer's shared words); or
+    # "signals", the weighted signals above alone, summed against join_threshold.
+    scorer: Literal["signals", "learned"] = "learned"
     # Bounds: live threads and remembered message ids per chat, threads scored per message, words kept
     # per thread, characters and words read per message, chats tracked at once.
     max_threads_per_chat: int = Field(default=64, ge=1)

@@ -17,6 +17,11 @@ signals people use to follow a chat, and the best thread scoring ``join_threshol
   which is the plain rule of design/0002 §4. A private chat always follows that rule (two people, one
   conversation at a time); ``chatter_joins_recent`` sends word-free group chatter the same way.
 
+By default (``scorer = "learned"``) the link scorer of ``_links``, fitted on annotated IRC chat, chooses
+instead, these signals deciding first where they rest on QQ's structure, which IRC lacks (the @-ed
+person answering, an @ between two who talked by @, a newcomer's shared words), and a thread idle past
+the gap that holds none of a message's words is not joined without an @ (see ``ThreadTracker._link``).
+
 Measured on real chat logs by ``bench/disentangle.py``; the defaults here equal ``[threads]``'s.
 
 Everything is bounded: per chat, the number of live threads, of remembered message ids (for
@@ -46,7 +51,7 @@ from runtime.kernel._chatstate import (
     remember,
 )
 from runtime.kernel._features import extract_terms
-from runtime.kernel._links import asks, choose_link, link_options, load_weights
+from runtime.kernel._links import SHARE_EDGES, asks, choose_link, link_options, load_weights
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.message import ChatMessage
@@ -61,8 +66,8 @@ __all__ = [
     "ThreadTrackerStatistics",
 ]
 
-# How a message that is not a reply finds its thread: the learned link scorer (``_links``) or the
-# summed signals with their configured weights (``_chatstate.choose``).
+# How a message that is not a reply finds its thread: the summed signals with their configured weights
+# (``_chatstate.choose``), or the learned link scorer (``_links``) framed by them (the default).
 SCORERS = ("signals", "learned")
 # The score reported for a reply: finite, so it serialises as JSON, and above any usual sum.
 REPLY_SCORE = 100.0
@@ -112,7 +117,7 @@ class ThreadSettings:
     speaker_span: float = 300.0
     addressed_span: float = 1_200.0
     chatter_joins_recent: bool = False
-    scorer: str = "signals"  # signals | learned
+    scorer: str = "learned"  # signals | learned
     max_threads_per_chat: int = 64
     max_messages_per_chat: int = 500
     max_candidates: int = 12
@@ -300,13 +305,38 @@ class ThreadTracker:
     def _link(
         self, chat: ChatState, message: ChatMessage, terms: tuple[str, ...], now: float
     ) -> tuple[ThreadState | None, str, float]:
-        """The learned scorer's choice; "new" within the gap of the latest thread still joins it in a
-        private chat (design/0002 §4's rule: two people, one conversation at a time) and, with
-        ``chatter_joins_recent``, for word-free chatter."""
+        """The learned scorer's choice, framed by what QQ shows and IRC logs do not.
+
+        The scorer was fitted on IRC, where an answer names its addressee in words; a QQ group says
+        more in its structure, so the summed signals (``choose``) decide first where they rest on it:
+        someone @-ed or replied to who now speaks answers in that thread, an @ between two people who
+        already talked by @ goes on where they did, and a newcomer's words join the thread that uses
+        them. Where the scorer picks the thread the signals pick too, the signals name the reason.
+        A thread idle past the gap that holds next to none of a message's words (under the lowest
+        share the scorer buckets) is not joined by a message with no @: in a quiet group the same
+        few people start one topic after another, and "the thread they spoke in" would chain them.
+        "New" within the gap of the latest thread still joins it in a private chat (design/0002 §4's
+        rule: two people, one conversation at a time) and, with ``chatter_joins_recent``, for
+        word-free chatter.
+        """
         s = self._settings
         if not chat.threads:
             return None, "new", 0.0
+        ruled = choose(chat, message, terms, now, s)
+        if ruled[0] is not None and _explicit(chat, message, ruled[1], now, s):
+            return ruled
         target, reason, score = choose_link(link_options(chat, message, terms, now, s), self._weights)
+        if target is not None and target is ruled[0]:
+            reason = ruled[1]
+        if (
+            target is not None
+            and terms
+            and reason not in ("mention", "addressed")
+            and now - target.last_at > s.gap
+            and not message.mentions
+            and _share(chat, terms, target) < SHARE_EDGES[0]
+        ):
+            target, reason = None, "new"
         if target is None:
             newest = next(reversed(chat.threads.values()))
             if now - newest.last_at <= s.gap and (
@@ -503,6 +533,33 @@ def _shipped_weights() -> tuple[float, ...]:
     if not _WEIGHTS:
         _WEIGHTS.append(load_weights())
     return _WEIGHTS[0]
+
+
+def _explicit(chat: ChatState, message: ChatMessage, reason: str, now: float, s: ThreadSettings) -> bool:
+    """Whether the signals' choice for ``message`` (named by ``reason``) rests on QQ's structure:
+    the @-ed (or replied-to) person answering, an @ between two who talked by @ there, a newcomer's
+    shared words; or the plain recency rule, when configured (``weight_recent >= join_threshold``)."""
+    if reason == "addressed":
+        return True
+    if reason == "mention":
+        sender = message.sender_id
+        horizon = now - s.horizon
+        for user in message.mentions:
+            if user != sender:
+                pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
+                if pair is not None and pair[1] >= horizon:
+                    return True
+        return False
+    if reason == "terms":
+        own = chat.speakers.get(message.sender_id)
+        return own is None or now - own[1] > s.horizon
+    return s.weight_recent >= s.join_threshold
+
+
+def _share(chat: ChatState, terms: tuple[str, ...], thread: ThreadState) -> float:
+    """The rarity-weighted share of the message's ``terms`` that ``thread``'s vocabulary holds."""
+    hits, total = chat.term_hits(terms, thread.bit)
+    return hits.get(thread.bit, 0.0) / total if total else 0.0
 
 
 def _note_people(

@@ -60,7 +60,7 @@ def test_a_stale_weights_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_the_scorer_is_chosen_in_config_and_checked() -> None:
     settings = KernelSettings.from_config(parse_config({"threads": {"scorer": "learned"}}))
     assert settings.threads.scorer == "learned"
-    assert KernelSettings.from_config(parse_config({})).threads.scorer == "signals"
+    assert KernelSettings.from_config(parse_config({})).threads.scorer == "learned"
     with pytest.raises(ConfigError):
         parse_config({"threads": {"scorer": "magic"}})
     with pytest.raises(InvalidSetting, match=r"threads\.scorer"):

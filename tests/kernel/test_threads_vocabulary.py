@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -98,8 +99,12 @@ def test_the_use_log_holds_the_vocabulary_of_the_ordered_set(
 
 
 # sha256 of every assignment (thread id, created, reason, repr(score)) and the trackers' statistics
-# over _busy_stream_digest()'s stream, as the tracker gave them before its hot-path shortcuts.
-_PINNED = "19379abafe5e8843463147374c8eae7a3de594b604e2cdfb791bc3f094bbbec4"
+# over _busy_stream_digest()'s stream: the signals scorer as it gave them before its hot-path
+# shortcuts, and the learned scorer (the default) as it gives them now.
+_PINNED = {
+    "signals": "19379abafe5e8843463147374c8eae7a3de594b604e2cdfb791bc3f094bbbec4",
+    "learned": "0787664e1c4a24bc1754d0bc9471984b0ef869dd5774502887ad467ba313882c",
+}
 
 _WORDS = (
     "今天", "吃饭", "游戏", "代码", "报错", "周末", "电影", "天气", "火锅", "考试", "python", "asyncio",
@@ -108,15 +113,24 @@ _WORDS = (
 )  # fmt: skip
 
 
-def _busy_stream_digest() -> str:
+def _busy_stream_digest(scorer: str) -> str:
     digest = hashlib.sha256()
     configs = (
-        ThreadSettings(),
+        ThreadSettings(scorer=scorer),
         ThreadSettings(
-            max_terms_per_thread=3, max_candidates=3, max_threads_per_chat=5, max_terms_per_message=4
+            scorer=scorer,
+            max_terms_per_thread=3,
+            max_candidates=3,
+            max_threads_per_chat=5,
+            max_terms_per_message=4,
         ),
         ThreadSettings(
-            max_threads_per_chat=70, max_candidates=70, max_terms_per_thread=8, gap=30.0, horizon=60.0
+            scorer=scorer,
+            max_threads_per_chat=70,
+            max_candidates=70,
+            max_terms_per_thread=8,
+            gap=30.0,
+            horizon=60.0,
         ),
     )
     for index, config in enumerate(configs):
@@ -153,5 +167,6 @@ def _busy_stream_digest() -> str:
     return digest.hexdigest()
 
 
-def test_assignments_are_the_ones_pinned() -> None:
-    assert _busy_stream_digest() == _PINNED
+@pytest.mark.parametrize("scorer", sorted(_PINNED))
+def test_assignments_are_the_ones_pinned(scorer: str) -> None:
+    assert _busy_stream_digest(scorer) == _PINNED[scorer]
