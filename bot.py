@@ -182,14 +182,14 @@ def store_refusal(config: GreyWindConfig) -> tuple[int, str] | None:
         return None
     import asyncio
 
-    from runtime.store.backends import postgres_dsn
+    from runtime.store.backends import postgres_dsn, process_leases
     from runtime.store.errors import StoreError, StoreLeaseError
 
     try:
         dsn = postgres_dsn(config.store)
         from runtime.store.postgres.lease import check_free
 
-        asyncio.run(check_free(dsn, config.store.lease_accounts))
+        asyncio.run(check_free(dsn, process_leases(config.store, config.account_ids())))
     except ConfigError as exc:
         return EXIT_CONFIG, str(exc)
     except ImportError as exc:
