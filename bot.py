@@ -29,8 +29,9 @@ is served (the adapter's HTTP event routes are not: they do not check the token)
 ``[12345]`` or NoneBot's own JSON list of strings), from the environment or NoneBot's ``.env`` files;
 anything else is refused with one line naming the variable. The port is tried before anything starts.
 
-With ``[store] backend = "postgresql"`` the accounts' leases are checked before anything starts too:
-another live process serving one of them is refused with one line saying which process and until when.
+With ``[store] backend = "postgresql"`` the accounts' leases are checked before anything starts too
+(``lease_accounts``, or the ``[[accounts]]`` ids when it is empty): another live process serving one of
+them is refused with one line saying which process and until when.
 
 Exit status: 0 after a clean stop, 2 when the configuration is refused, 3 when the port is taken, 4 when
 another process holds the lease of an account this one would serve, 5 when the PostgreSQL server cannot

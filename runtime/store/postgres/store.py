@@ -11,6 +11,11 @@ Several processes, one database: each serves its own accounts, and the chat keys
 (``load_runtime_state``) is its own accounts' only: another process's events, reminders, speeches and
 sessions stay with that process.
 
+Several accounts in one process: each listed account's runtime stack opens its own store on its own
+schema (``schema=``, :func:`~runtime.store.postgres.schema.account_schema`), because several tables
+(the global lexicon, profiles, memories, topic threads) are not keyed by account; the leases stay in
+the home schema's table, where every process sees them.
+
 Durability: a committed transaction is on the server; what the writer task had queued is lost on
 ``kill -9`` of the bot, as with SQLite (at most about one flush interval).
 """
