@@ -33,8 +33,9 @@ The web console (``runtime.console``) is served at ``http://HOST:PORT/console/``
 ``GREYWIND_CONSOLE_PASSWORD`` is set or ``python -m runtime.console set-password`` has written a hash
 into the data directory; otherwise it is off and the log says so (an error line off loopback).
 
-With ``[store] backend = "postgresql"`` the accounts' leases are checked before anything starts too:
-another live process serving one of them is refused with one line saying which process and until when.
+With ``[store] backend = "postgresql"`` the accounts' leases are checked before anything starts too
+(``lease_accounts``, or the ``[[accounts]]`` ids when it is empty): another live process serving one of
+them is refused with one line saying which process and until when.
 
 Exit status: 0 after a clean stop, 2 when the configuration is refused, 3 when the port is taken, 4 when
 another process holds the lease of an account this one would serve, 5 when the PostgreSQL server cannot
@@ -186,14 +187,14 @@ def store_refusal(config: GreyWindConfig) -> tuple[int, str] | None:
         return None
     import asyncio
 
-    from runtime.store.backends import postgres_dsn
+    from runtime.store.backends import postgres_dsn, process_leases
     from runtime.store.errors import StoreError, StoreLeaseError
 
     try:
         dsn = postgres_dsn(config.store)
         from runtime.store.postgres.lease import check_free
 
-        asyncio.run(check_free(dsn, config.store.lease_accounts))
+        asyncio.run(check_free(dsn, process_leases(config.store, config.account_ids())))
     except ConfigError as exc:
         return EXIT_CONFIG, str(exc)
     except ImportError as exc:

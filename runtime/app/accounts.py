@@ -11,7 +11,9 @@ journal and send gates) and the lifespan's task group.
 Each listed account keeps its state in its own directory, ``<data dir>/accounts/<qq id>/`` (its store
 file, quiet periods, group overrides). A store shared between accounts would have to carry the
 account in every key that is not a chat's — the global lexicon, user profiles and memories, topic
-threads — so the accounts keep one store each and nothing can cross by construction.
+threads — so the accounts keep one store each and nothing can cross by construction. On PostgreSQL,
+one database for all, each listed account's store is its own schema there (``greywind_<qq id>``) and
+leases that account (:class:`runtime.store.backends.StoreScope`).
 
 Routing: a message, notice or command belongs to the account its chat key names
 (``qq:<account>:...``); a listed account's go to its stack. **An account that is not listed** (it

@@ -48,7 +48,7 @@ from runtime.llm.router import ModelRouter
 from runtime.mcp import McpHub
 from runtime.memory.layers import MemoryLayer
 from runtime.ports import EdgeContext, SentRecord
-from runtime.store.backends import open_store
+from runtime.store.backends import StoreScope, open_store
 from runtime.store.errors import StoreError
 from runtime.store.protocol import RestorePolicy, Store
 from runtime.store.rebind import RebindsChats, rebind_known
@@ -147,7 +147,8 @@ async def _open_storage(core: CoreParts, edge: EdgeContext, lifetime: Lifetime) 
     """The store first (everything after depends on it, so it closes last), its writer, the model
     router's clients, the Context Runtime and the memory layer; the memory injector's service."""
     config = core.config
-    store = await open_store(config.store, edge.data_dir)
+    listed = edge.shared_config.account_ids() if edge.shared_config is not None else ()
+    store = await open_store(config.store, edge.data_dir, StoreScope(edge.account, tuple(listed)))
     lifetime.add_async(store.close, name="store", deadline=STOP_STORE_WAIT)
     if isinstance(store, RebindsChats):
         try:

@@ -52,8 +52,9 @@ class StoreConfig(Section):
     # DSN carries a password, so it is never written in this file.
     dsn_env: str = Field(default="GREYWIND_PG_DSN", min_length=1)
     # postgresql: the accounts (self_id) whose state this process owns in the shared database. Each is
-    # leased at start: a second process for one of them is refused. Empty: the process leases the
-    # whole database ("*"), and no other process may use it.
+    # leased at start: a second process for one of them is refused. Empty: the [[accounts]] ids when
+    # accounts are listed (each listed account's stack leases its own); with none listed either, the
+    # process leases the whole database ("*"), and no other process may use it.
     lease_accounts: list[str] = Field(default_factory=list)
     # postgresql: a lease lasts this long after its last renewal (renewed every third of it), so a
     # crashed process's accounts can be served by another one this long after the crash.

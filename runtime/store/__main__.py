@@ -21,7 +21,10 @@ bot first: a rebind while it runs would race its writes.
 database (a file, or the data directory holding it) into the empty PostgreSQL database whose DSN the
 environment variable holds (``GREYWIND_PG_DSN`` by default), in one transaction, and compares every
 table's row count afterwards (:mod:`runtime.store.postgres.copy`). Exit status 0 when all match, 1 on
-a store error or a mismatch, 2 for bad arguments. The SQLite file is not changed.
+a store error or a mismatch, 2 for bad arguments. The SQLite file is not changed. With ``--account
+<qq id>`` the copy goes into that listed account's own schema (``greywind_<qq id>``, where the bot's
+stack for that ``[[accounts]]`` table keeps its tables on PostgreSQL), from the account's data
+directory (``<data dir>/accounts/<qq id>``), holding only that account's lease.
 """
 
 from __future__ import annotations
@@ -99,11 +102,14 @@ def rebind_main(argv: Sequence[str]) -> int:
     return 0
 
 
-async def _migrate(path: Path, dsn: str) -> bool:
+async def _migrate(path: Path, dsn: str, account: str | None) -> bool:
     from runtime.store.postgres.copy import copy_sqlite
+    from runtime.store.postgres.schema import account_schema
 
-    report = await copy_sqlite(path, dsn)
+    report = await copy_sqlite(path, dsn, account=account)
     print(f"from:            {path}")
+    if account is not None:
+        print(f"to schema:       {account_schema(account)} (account {account})")
     print(f"{'table':<24} {'sqlite':>10} {'postgresql':>12}")
     for table, count in report.source.items():
         print(f"  {table:<22} {count:>10,} {report.target.get(table, 0):>12,}")
@@ -126,7 +132,13 @@ def migrate_main(argv: Sequence[str]) -> int:
     parser.add_argument("--from", dest="source", required=True, help="sqlite:PATH (a file or a data dir)")
     parser.add_argument("--to", dest="target", required=True, choices=["postgresql"], help="postgresql")
     parser.add_argument("--dsn-env", default="GREYWIND_PG_DSN", help="the variable holding the DSN")
+    parser.add_argument(
+        "--account", help="a listed account's QQ number: copy into its own schema (greywind_<id>)"
+    )
     args = parser.parse_args(argv)
+    if args.account is not None and not str(args.account).isdigit():
+        print(f"error: --account takes the account's QQ number, not {args.account!r}", file=sys.stderr)
+        return 2
     kind, _, given = str(args.source).partition(":")
     if kind != "sqlite" or not given:
         print(f"error: --from takes sqlite:PATH, not {args.source!r}", file=sys.stderr)
@@ -141,7 +153,7 @@ def migrate_main(argv: Sequence[str]) -> int:
     if path is None:
         return 1
     try:
-        return 0 if asyncio.run(_migrate(path, dsn)) else 1
+        return 0 if asyncio.run(_migrate(path, dsn, args.account)) else 1
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -3,7 +3,8 @@
 Real ``bot.py`` processes on the session's throwaway PostgreSQL server. A second process for an
 account another live process serves exits at once (status 4, one line naming the holder); a process
 for another account starts beside it; a ``kill -9``-ed owner's lease expires after its TTL, and then
-a new process takes the account over and serves it.
+a new process takes the account over and serves it. Processes with ``[[accounts]]`` tables (one per
+account) lease exactly the accounts they list and keep each account's tables in its own schema.
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ def config(account: int) -> str:
     return f'[store]\nbackend = "postgresql"\nlease_accounts = ["{account}"]\nlease_ttl_ms = {TTL_MS}\n'
 
 
+def listed_config(account: int) -> str:
+    """A process with one ``[[accounts]]`` table and no ``lease_accounts``: it leases its account."""
+    return (
+        f'[store]\nbackend = "postgresql"\nlease_ttl_ms = {TTL_MS}\n\n'
+        f'[[accounts]]\nid = {account}\n[accounts.persona]\nname = "灰风{account}"\naliases = []\n'
+    )
+
+
 @pytest.fixture
 def model() -> Iterator[ScriptedOpenAIServer]:
     with ScriptedOpenAIServer({"default": {"text": "在呢"}}) as server:
@@ -49,11 +58,17 @@ def bots() -> Iterator[list[BotProcess]]:
 
 
 def bot_for(
-    tmp_path: Path, name: str, account: int, dsn: str, model: ScriptedOpenAIServer, started: list[BotProcess]
+    tmp_path: Path,
+    name: str,
+    account: int,
+    dsn: str,
+    model: ScriptedOpenAIServer,
+    started: list[BotProcess],
+    config_text: str | None = None,
 ) -> BotProcess:
     bot = BotProcess(
         tmp_path / name,
-        config=config(account),
+        config=config(account) if config_text is None else config_text,
         env={
             "GREYWIND_PG_DSN": dsn,
             "GREYWIND_LLM_BASE_URL": model.base_url,
@@ -122,3 +137,44 @@ async def test_one_process_per_account_and_a_crashed_owners_lease_expires(
     assert (await leases(postgres_dsn))[str(ALICE)][0] == third.pid
     assert third.stop() == 0
     assert own_errors(third) == []
+
+
+async def stored_texts(dsn: str, schema: str) -> list[str]:
+    """The texts of the messages in ``schema``'s table (empty when the schema has none)."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        if await connection.fetchval("SELECT to_regclass($1)", f"{schema}.messages") is None:
+            return []
+        return [r[0] for r in await connection.fetch(f"SELECT text FROM {schema}.messages ORDER BY seq")]
+    finally:
+        await connection.close()
+
+
+async def test_a_process_per_listed_account_serves_its_account_beside_the_other(
+    tmp_path: Path, postgres_dsn: str, model: ScriptedOpenAIServer, bots: list[BotProcess]
+) -> None:
+    alice = bot_for(tmp_path, "a", ALICE, postgres_dsn, model, bots, listed_config(ALICE)).start()
+    bob = bot_for(tmp_path, "b", BOB, postgres_dsn, model, bots, listed_config(BOB)).start()
+    await answers(alice, ALICE, 4_001)
+    await answers(bob, BOB, 4_002)
+    # Each leased exactly its listed account (not the whole database), so neither refused the other.
+    held = await leases(postgres_dsn)
+    assert {name: pid for name, (pid, _) in held.items()} == {str(ALICE): alice.pid, str(BOB): bob.pid}
+    # A second process listing ALICE is refused before it starts anything.
+    again = bot_for(tmp_path, "a2", ALICE, postgres_dsn, model, bots, listed_config(ALICE))
+    with pytest.raises(RuntimeError, match="exited with 4"):
+        again.start()
+    assert f"account {ALICE} is served by another GreyWind process (pid {alice.pid}" in again.output()
+    # Each account's messages are in its own schema; the home schema's tables hold neither.
+    for _ in range(50):  # the writer commits within a flush interval
+        if all([await stored_texts(postgres_dsn, f"greywind_{n}") for n in (ALICE, BOB)]):
+            break
+        await asyncio.sleep(0.2)
+    assert "在吗" in await stored_texts(postgres_dsn, f"greywind_{ALICE}")
+    assert "在吗" in await stored_texts(postgres_dsn, f"greywind_{BOB}")
+    assert await stored_texts(postgres_dsn, "public") == []
+    assert alice.stop() == 0
+    assert bob.stop() == 0
+    assert await leases(postgres_dsn) == {}
+    assert own_errors(alice) == []
+    assert own_errors(bob) == []

@@ -6,7 +6,8 @@
     tables.py       the context, memory-layer, episode and tool-call tables
     base.py         the pool; ``?`` statements numbered as ``$n``; transactions and their errors
     search.py       jieba's tokens (``runtime.store.text``) as tsvector / tsquery literals
-    schema.py       numbered migrations (``migrations/NNNN_*.sql``) under an advisory lock
+    schema.py       numbered migrations (``migrations/NNNN_*.sql``) under an advisory lock per schema;
+                    ``greywind_<qq id>``, the schema of a listed account's tables
     lease.py        one process per account: lease rows with a TTL, renewed in the background
     copy.py         ``python -m runtime.store migrate``: an SQLite database copied into PostgreSQL
 

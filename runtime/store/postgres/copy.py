@@ -7,6 +7,11 @@ sequences moved past the copied ``seq`` values. It runs in one transaction (all 
 holding the whole database's lease (``*``), so no bot can be writing there meanwhile; a target that
 already holds rows is refused. Afterwards every table's row count is compared with the source's.
 
+``account``: the copy goes into that listed account's own schema (``greywind_<qq id>``, where its
+runtime stack keeps its tables, :func:`~runtime.store.postgres.schema.account_schema`) and holds
+only that account's lease, so the processes serving other accounts of the database keep running.
+Its source is the account's data directory, ``<data dir>/accounts/<qq id>/``.
+
 The SQLite file is opened as the bot opens it first (integrity check, its migrations applied), then
 read through a read-only connection: it is never changed.
 """
@@ -24,6 +29,7 @@ import asyncpg
 from runtime.config.store import StoreConfig
 from runtime.store.errors import StoreError
 from runtime.store.postgres.base import cleaned
+from runtime.store.postgres.schema import account_schema
 from runtime.store.postgres.search import tsvector
 from runtime.store.postgres.store import PostgresStore
 from runtime.store.sqlite import SqliteStore
@@ -107,9 +113,13 @@ def _pg_type(kind: str) -> str:
     return {"double precision": "float8", "bigint": "int8", "text": "text", "bytea": "bytea"}.get(kind, kind)
 
 
-async def copy_sqlite(path: Path, dsn: str, *, config: StoreConfig | None = None) -> CopyReport:
-    """Copy the SQLite database at ``path`` into the (empty) PostgreSQL database at ``dsn``."""
+async def copy_sqlite(
+    path: Path, dsn: str, *, config: StoreConfig | None = None, account: str | None = None
+) -> CopyReport:
+    """Copy the SQLite database at ``path`` into the (empty) PostgreSQL database at ``dsn``; into the
+    schema of ``account`` when one is given (``ValueError`` when it is not a QQ number)."""
     config = config or StoreConfig()
+    schema = account_schema(account) if account is not None else None
     report = CopyReport()
     sqlite = await SqliteStore.open(path, config=config)  # checked and migrated as the bot would
     try:
@@ -118,7 +128,8 @@ async def copy_sqlite(path: Path, dsn: str, *, config: StoreConfig | None = None
     finally:
         await sqlite.close()
     report.source = {table: counts.get(table, 0) for table in COPIED_TABLES}
-    target = await PostgresStore.open(dsn, config=config, accounts=())
+    leased = (account,) if account is not None else ()
+    target = await PostgresStore.open(dsn, config=config, accounts=leased, schema=schema)
     try:
         before = await target.table_counts()
         held = {t: n for t, n in before.items() if t in COPIED_TABLES and n}

@@ -18,6 +18,10 @@ serves whatever the database holds. ``*`` excludes every account lease and each 
 excludes ``*``. All takes are serialised by a transaction-scoped advisory lock, so two processes
 starting at once cannot both win.
 
+The ``leases`` table is the home schema's (the DSN's own), whichever schema an account's tables are
+in (:func:`runtime.store.postgres.schema.account_schema`): one table that every process of the
+database reads, so ``*`` and the accounts' leases exclude each other as above.
+
 A renewal that finds a lease gone (another process took it after it expired: this process stalled
 or was cut off longer than the TTL) marks the lease lost: the store refuses every write after that
 (``StoreLeaseError``) and says so in the log, rather than write beside the new owner.
@@ -64,13 +68,16 @@ class LeaseHolder(tuple[str, str, str, int, datetime, float]):
         )
 
 
-async def holders(connection: Any, names: Sequence[str], owner: str = "") -> list[LeaseHolder]:
-    """The live leases, held by someone other than ``owner``, that exclude taking ``names``."""
+async def holders(
+    connection: Any, names: Sequence[str], owner: str = "", table: str = "leases"
+) -> list[LeaseHolder]:
+    """The live leases, held by someone other than ``owner``, that exclude taking ``names``;
+    ``table``: the leases table as the connection names it."""
     wanted = list(names)
     whole = WHOLE in wanted
     rows = await connection.fetch(
         "SELECT name, owner, host, pid, expires_at, EXTRACT(EPOCH FROM expires_at - now())::float8 "
-        "FROM leases WHERE expires_at > now() AND owner <> $1 "
+        f"FROM {table} WHERE expires_at > now() AND owner <> $1 "
         "AND (name = ANY($2::text[]) OR name = $3 OR $4) "
         "ORDER BY name",
         owner,
@@ -84,8 +91,11 @@ async def holders(connection: Any, names: Sequence[str], owner: str = "") -> lis
 class Leases:
     """The leases one process holds; renewed until :meth:`release`."""
 
-    def __init__(self, pool: asyncpg.Pool, names: tuple[str, ...], owner: str, ttl: float) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, names: tuple[str, ...], owner: str, ttl: float, table: str = "leases"
+    ) -> None:
         self._pool = pool
+        self._table = table
         self.names = names
         self.owner = owner
         self.ttl = ttl
@@ -93,17 +103,21 @@ class Leases:
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def take(cls, pool: asyncpg.Pool, names: Sequence[str], *, ttl: float) -> Leases:
-        """Take every lease in ``names`` or none: ``StoreLeaseError`` names the first one held."""
+    async def take(
+        cls, pool: asyncpg.Pool, names: Sequence[str], *, ttl: float, table: str = "leases"
+    ) -> Leases:
+        """Take every lease in ``names`` or none: ``StoreLeaseError`` names the first one held.
+        ``table``: the leases table as the pool's connections name it (schema-qualified when their
+        ``search_path`` is an account's schema)."""
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        taken = cls(pool, tuple(dict.fromkeys(names)), owner, ttl)
+        taken = cls(pool, tuple(dict.fromkeys(names)), owner, ttl, table)
         async with pool.acquire() as connection, connection.transaction():
             await connection.execute("SELECT pg_advisory_xact_lock($1)", _TAKE_LOCK)
-            held = await holders(connection, taken.names, owner)
+            held = await holders(connection, taken.names, owner, table)
             if held:
                 raise StoreLeaseError(held[0].describe())
             await connection.executemany(
-                "INSERT INTO leases (name, owner, host, pid, acquired_at, expires_at) "
+                f"INSERT INTO {table} (name, owner, host, pid, acquired_at, expires_at) "
                 "VALUES ($1, $2, $3, $4, now(), now() + make_interval(secs => $5)) "
                 "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
                 "pid = excluded.pid, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at",
@@ -120,7 +134,7 @@ class Leases:
         """Push every lease's expiry one TTL on; False (and the loss reported) when one is gone."""
         async with self._pool.acquire(timeout=self.ttl) as connection:
             rows = await connection.fetch(
-                "UPDATE leases SET expires_at = now() + make_interval(secs => $3) "
+                f"UPDATE {self._table} SET expires_at = now() + make_interval(secs => $3) "
                 "WHERE name = ANY($1::text[]) AND owner = $2 RETURNING name",
                 list(self.names),
                 self.owner,
@@ -160,7 +174,7 @@ class Leases:
         try:
             async with self._pool.acquire(timeout=5) as connection:
                 await connection.execute(
-                    "DELETE FROM leases WHERE name = ANY($1::text[]) AND owner = $2",
+                    f"DELETE FROM {self._table} WHERE name = ANY($1::text[]) AND owner = $2",
                     list(self.names),
                     self.owner,
                 )

@@ -11,6 +11,11 @@ Several processes, one database: each serves its own accounts, and the chat keys
 (``load_runtime_state``) is its own accounts' only: another process's events, reminders, speeches and
 sessions stay with that process.
 
+Several accounts in one process: each listed account's runtime stack opens its own store on its own
+schema (``schema=``, :func:`~runtime.store.postgres.schema.account_schema`), because several tables
+(the global lexicon, profiles, memories, topic threads) are not keyed by account; the leases stay in
+the home schema's table, where every process sees them.
+
 Durability: a committed transaction is on the server; what the writer task had queued is lost on
 ``kill -9`` of the bot, as with SQLite (at most about one flush interval).
 """
@@ -28,9 +33,9 @@ import asyncpg
 from runtime.config.store import StoreConfig
 from runtime.kernel.message import ChatKey
 from runtime.store.errors import StoreError, StoreLeaseError
-from runtime.store.postgres import lease
+from runtime.store.postgres import lease as lease_
 from runtime.store.postgres.base import cleaned, log, pg
-from runtime.store.postgres.schema import migrate
+from runtime.store.postgres.schema import migrate, quoted
 from runtime.store.postgres.search import text_match, vectors
 from runtime.store.postgres.tables import TOOL_CALL_UPSERT, ContextTables, LayerTables
 from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy, StoreStatistics
@@ -94,6 +99,23 @@ def redacted(dsn: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+async def _home_leases(dsn: str, where: str) -> str:
+    """The home schema's leases table, schema-qualified, once that schema is migrated (the leases of
+    every schema's stores are there)."""
+    try:
+        connection = await asyncpg.connect(dsn, timeout=10)
+    except (TimeoutError, asyncpg.PostgresError, OSError, ValueError) as exc:
+        raise StoreError(f"cannot connect to the PostgreSQL database {where}: {exc}") from exc
+    try:
+        home = await connection.fetchval("SELECT current_schema()")
+        if home is None:
+            raise StoreError(f"the DSN's search_path names no schema that exists ({where})")
+        await migrate(connection, where)
+    finally:
+        await connection.close()
+    return f"{quoted(str(home))}.leases"
+
+
 def message_params(item: StoredMessage, indexed: IndexedText) -> tuple[Any, ...]:
     row = r_.message_row(item, indexed)
     words, chars = vectors(indexed)
@@ -136,19 +158,35 @@ def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, l
 class PostgresStore(ContextTables, LayerTables):
     """PostgreSQL backend of :class:`runtime.store.protocol.Store`. Create it with :meth:`open`."""
 
-    _leases: lease.Leases | None = None
+    _leases: lease_.Leases | None = None
+    _owns_none = False
 
     @classmethod
     async def open(
-        cls, dsn: str, *, config: StoreConfig | None = None, accounts: Sequence[str] | None = None
+        cls,
+        dsn: str,
+        *,
+        config: StoreConfig | None = None,
+        accounts: Sequence[str] | None = None,
+        schema: str | None = None,
+        lease: bool = True,
     ) -> PostgresStore:
         """Connect, migrate, and lease ``accounts`` (default: ``config.lease_accounts``; none given:
-        the whole database, ``*``). Raises ``StoreError`` (``StoreLeaseError`` when another live
-        process holds one of the leases, ``SchemaTooNewError``, ``MigrationError``)."""
+        the whole database, ``*``). ``schema``: the schema holding the tables (None: the DSN's own,
+        the home schema), created and migrated here; the leases stay in the home schema's table.
+        ``lease=False`` leases nothing, and then the store restores no chat (it owns none). Raises
+        ``StoreError`` (``StoreLeaseError`` when another live process holds one of the leases,
+        ``SchemaTooNewError``, ``MigrationError``)."""
         config = config or StoreConfig()
-        where = redacted(dsn)
+        where = redacted(dsn) + (f" (schema {schema})" if schema else "")
         # jieba's dictionary loads here, off the event loop, not inside the first search.
         await asyncio.to_thread(warm_up)
+        table = "leases"
+        settings = {"lock_timeout": str(int(config.write_wait_ms))}
+        if schema is not None:
+            table = await _home_leases(dsn, where)
+            # A startup parameter, not a SET: the pool's reset on release (RESET ALL) keeps it.
+            settings["search_path"] = quoted(schema)
         try:
             pool = await asyncpg.create_pool(
                 dsn,
@@ -157,21 +195,26 @@ class PostgresStore(ContextTables, LayerTables):
                 command_timeout=60,
                 timeout=10,
                 # A write waits this long for a row lock, then fails (StoreLockedError).
-                server_settings={"lock_timeout": str(int(config.write_wait_ms))},
+                server_settings=settings,
             )
         except (TimeoutError, asyncpg.PostgresError, OSError, ValueError) as exc:
             raise StoreError(f"cannot connect to the PostgreSQL database {where}: {exc}") from exc
+        names: tuple[str, ...] = ()
+        leases: lease_.Leases | None = None
         try:
             async with pool.acquire() as connection:
-                version = await migrate(connection, where)
-            names = tuple(accounts if accounts is not None else config.lease_accounts) or (lease.WHOLE,)
-            leases = await lease.Leases.take(pool, names, ttl=config.lease_ttl_ms / 1000)
+                version = await migrate(connection, where, schema)
+            if lease:
+                names = tuple(accounts if accounts is not None else config.lease_accounts) or (lease_.WHOLE,)
+                leases = await lease_.Leases.take(pool, names, ttl=config.lease_ttl_ms / 1000, table=table)
         except BaseException:
             await pool.close()
             raise
         store = cls(pool, where, config, version)
         store._leases = leases
-        leases.on_lost(store._lost)
+        store._owns_none = not lease
+        if leases is not None:
+            leases.on_lost(store._lost)
         store._message_count = await store.count_messages()
         log.info(
             "store.opened",
@@ -200,9 +243,11 @@ class PostgresStore(ContextTables, LayerTables):
     def accounts(self) -> tuple[str, ...]:
         """The accounts this process leased (empty when it leased the whole database)."""
         names = self._leases.names if self._leases is not None else ()
-        return tuple(n for n in names if n != lease.WHOLE)
+        return tuple(n for n in names if n != lease_.WHOLE)
 
     def _owns(self, chat_id: str) -> bool:
+        if self._owns_none:
+            return False
         accounts = self.accounts
         if not accounts:
             return True
@@ -509,7 +554,7 @@ class PostgresStore(ContextTables, LayerTables):
         """As every backend restores, narrowed to the chats of the accounts this process leased."""
         self._check()
         state = await load_runtime_state(self, now=now, policy=policy)
-        if not self.accounts:
+        if not self.accounts and not self._owns_none:
             return state
         owns = self._owns
         return RuntimeState(
