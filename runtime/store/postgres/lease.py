@@ -41,13 +41,13 @@ from typing import Any
 import asyncpg
 import structlog
 
+from runtime.store.backends import WHOLE_DATABASE as WHOLE
 from runtime.store.errors import StoreError, StoreLeaseError
 
 __all__ = ["WHOLE", "LeaseHolder", "Leases", "check_free", "holders"]
 
 log = structlog.get_logger("greywind.store")
 
-WHOLE = "*"
 _TAKE_LOCK = 0x47726579_4C656173  # "GreyLeas"
 
 
