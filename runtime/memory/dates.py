@@ -5,13 +5,17 @@ A memory that names a day becomes a *memory hook*: on that day the bot may bring
 the time of the message it was taken from, in the persona's time zone — "明天" said on Monday means
 Tuesday however late the memory is read.
 
-:func:`hook_day` is pure and deliberately narrow. It understands a full date (``YYYY-MM-DD``,
-``YYYY/MM/DD``, ``YYYY年M月D日``), a month and day (``M月D日`` / ``M月D号``, ``MM-DD`` with two digits each, ``Dec 5`` /
-``5 December``: the next such day, this year or the next), ``下周X`` / ``下星期X`` / ``下礼拜X``
-(that weekday of next week, weeks starting on Monday), ``明天`` / ``后天`` / ``大后天`` and
-``tomorrow`` / ``the day after tomorrow`` / ``next Monday``. Everything else — no date, two different
-dates, an impossible one (2月30日), a day already past, one more than a year ahead, a recurring one
-(每月5号, every Monday) — gives ``None``: a hook that might be wrong is worse than none.
+:func:`hook_day` is pure and deliberately narrow. It understands
+- a full date: ``YYYY-MM-DD``, ``YYYY/MM/DD``, ``YYYY年M月D日``;
+- a month and day: ``M月D日`` / ``M月D号``, ``MM-DD`` (two digits each), ``Dec 5`` / ``5 December``
+  — the next such day, this year or the next;
+- ``下周X`` / ``下星期X`` / ``下礼拜X``: that weekday of next week (weeks start on Monday), and
+  ``next Monday``;
+- ``明天`` / ``后天`` / ``大后天``, ``tomorrow`` / ``the day after tomorrow``.
+
+Everything else gives ``None``: no date, two different dates, an impossible one (2月30日), a day
+already past, one more than a year ahead, a recurring one (每月5号, every Monday). A hook that might
+be wrong is worse than none.
 """
 
 from __future__ import annotations
