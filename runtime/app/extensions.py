@@ -18,8 +18,16 @@ from runtime.commands import CommandRegistry
 from runtime.context.resolver import ThreadResolver
 from runtime.context.setup import ContextRuntime
 from runtime.context.tasks import TaskBook
+from runtime.extensions import LifeSettings
 from runtime.extensions.builtin import BUILTIN_EXTENSIONS
-from runtime.extensions.builtin.services import Ids, MemoryWriter, ReminderBook, ReminderLimits, TimeZone
+from runtime.extensions.builtin.services import (
+    Ids,
+    MemoryShelf,
+    MemoryWriter,
+    ReminderBook,
+    ReminderLimits,
+    TimeZone,
+)
 from runtime.extensions.context import ReadOnlyStore
 from runtime.extensions.loader import ExtensionLoader, LoadReport
 from runtime.store.protocol import Store
@@ -40,6 +48,8 @@ async def load_extensions(
     app = core.config.runtime
     services: dict[object, object] = {
         MemoryWriter: store,
+        MemoryShelf: store,  # follow-ups and memory hooks, kept among the memories
+        LifeSettings: core.life_settings,
         Ids: core.ids,
         ReminderBook: KernelReminders(core.kernel, persistence, alarm),
         ReminderLimits: ReminderLimits(

@@ -31,6 +31,14 @@ class LifeConfig(Section):
     # and no longer once this long has passed since; a silent chat hears a proactive message only
     # with grounds (an open question, a due follow-up, a memory hook) and someone spoke this recently.
     follow_up_within_ms: int = Field(default=86_400_000, ge=60_000)
+    # A due follow-up the bot promised, or a memory hook (a remembered day), may speak into a silent
+    # chat if someone spoke there this recently.
+    dated_within_ms: int = Field(default=604_800_000, ge=60_000)
+    # The follow_up tool: how far ahead the bot may promise to come back, how many promises a chat
+    # may hold at once, and how long after its time a follow-up not yet proposed (quiet hours) is kept.
+    follow_up_max_ahead_ms: int = Field(default=604_800_000, ge=60_000)
+    follow_ups_per_chat: int = Field(default=5, ge=1, le=100)
+    follow_up_grace_ms: int = Field(default=43_200_000, ge=60_000)
 
     @field_validator("quiet_hours")
     @classmethod

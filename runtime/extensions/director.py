@@ -68,6 +68,10 @@ class LifeSettings:
     default_deadline: float = 600.0
     follow_up_after: float = 1_800.0
     follow_up_within: float = 86_400.0
+    dated_within: float = 604_800.0
+    follow_up_max_ahead: float = 604_800.0
+    follow_ups_per_chat: int = 5
+    follow_up_grace: float = 43_200.0
 
     @classmethod
     def from_config(cls, config: LifeConfig) -> LifeSettings:
@@ -87,7 +91,18 @@ class LifeSettings:
             default_deadline=config.default_deadline_ms / 1000,
             follow_up_after=config.follow_up_after_ms / 1000,
             follow_up_within=config.follow_up_within_ms / 1000,
+            dated_within=config.dated_within_ms / 1000,
+            follow_up_max_ahead=config.follow_up_max_ahead_ms / 1000,
+            follow_ups_per_chat=config.follow_ups_per_chat,
+            follow_up_grace=config.follow_up_grace_ms / 1000,
         )
+
+    def grounds_within(self, grounds: Grounds | str) -> float:
+        """How long a chat may have been silent for a proposal with ``grounds`` to speak into it: a
+        follow-up or a memory hook names its own time (days ahead), an open question goes stale."""
+        if Grounds(grounds) is Grounds.OPEN_QUESTION:
+            return self.follow_up_within
+        return max(self.follow_up_within, self.dated_within)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +123,7 @@ class TickReport:
     suppressed: tuple[tuple[str, str], ...]  # (chat_id, reason)
     failed: tuple[str, ...]
     silent: tuple[tuple[str, str], ...] = ()  # (chat_id, why it says nothing): no proposal, or refused
+    grounds: tuple[tuple[str, str], ...] = ()  # (chat_id, grounds) of each emitted proposal that had them
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +209,8 @@ class LifeDirector:
         self, chat_id: str, now: float, at: float | None = None, *, grounds: Grounds | str | None = None
     ) -> Verdict:
         """May a proactive message start in ``chat_id`` at ``at`` (default ``now``)? A chat that went
-        silent only with ``grounds`` (and someone spoke there within ``follow_up_within``)."""
+        silent only with ``grounds`` (and someone spoke there within ``follow_up_within``, or for a
+        follow-up or a memory hook ``dated_within``)."""
         at = now if at is None else at
         if self.quiet_at(at):
             return Verdict(False, "quiet_hours")
@@ -202,7 +219,7 @@ class LifeDirector:
             return Verdict(False, "no_activity: nobody has spoken in this chat")
         if now - last <= self._settings.recent_activity:
             return Verdict(True, "live")
-        if grounds and now - last <= self._settings.follow_up_within:
+        if grounds and now - last <= self._settings.grounds_within(grounds):
             return Verdict(True, f"silent, but {Grounds(grounds).value}")
         return Verdict(False, f"no_activity: last real message {now - last:.0f} s ago")
 
@@ -216,11 +233,18 @@ class LifeDirector:
         if not self._settings.enabled:
             return TickReport(now, quiet, (), (), (), ())
         since = now - self._settings.recent_activity
-        context = LifeContext(now=now, active_chats=tuple(self._chats.recent_chats(since)), quiet=quiet)
+        known = now - max(self._settings.follow_up_within, self._settings.dated_within)
+        context = LifeContext(
+            now=now,
+            active_chats=tuple(self._chats.recent_chats(since)),
+            quiet=quiet,
+            known_chats=tuple(self._chats.recent_chats(known)),
+        )
         called: list[str] = []
         emitted: list[str] = []
         suppressed: list[tuple[str, str]] = []
         failed: list[str] = []
+        grounded: list[tuple[str, str]] = []
         spoken_for: set[str] = set()  # chats given an activation by this tick
         for entry in [*self._registry.entries("activity"), *self._registry.entries("life_source")]:
             if now < self._next_at.get(entry.key, now):
@@ -236,6 +260,8 @@ class LifeDirector:
             for proposal in proposals:
                 if self._consider(entry, proposal, now, emitted, suppressed):
                     spoken_for.add(proposal.chat_id)
+                    if proposal.grounds is not None:
+                        grounded.append((proposal.chat_id, proposal.grounds.value))
         silent: dict[str, str] = {}
         for chat_id, why in suppressed:
             if chat_id not in spoken_for:
@@ -253,6 +279,7 @@ class LifeDirector:
             tuple(suppressed),
             tuple(failed),
             tuple(silent.items()),
+            tuple(grounded),
         )
         say = log.info if emitted or suppressed else log.debug
         say(

@@ -104,11 +104,14 @@ class Proposal:
 
 @dataclass(frozen=True, slots=True)
 class LifeContext:
-    """What a tick tells activities and life sources: the time, the live chats, quiet hours."""
+    """What a tick tells activities and life sources: the time, the live chats, quiet hours, and the
+    chats someone spoke in within the longest grounds window (``known_chats``, most recent first:
+    where a silent chat's follow-up or memory hook may still be heard)."""
 
     now: float
     active_chats: tuple[str, ...]
     quiet: bool
+    known_chats: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

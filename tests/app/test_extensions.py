@@ -20,6 +20,7 @@ BUILTIN_TOOLS = [
     "memory_search",
     "remember",
     "schedule_message",
+    "follow_up",
     "current_time",
     "task_create",
     "task_list",
@@ -41,10 +42,11 @@ async def test_the_builtins_are_offered_to_the_model_in_their_order(
     openai_server.push({"tool_calls": [{"name": "reply", "arguments": {"text": "在"}}]})
     async with running(make_config(openai_server), data_dir) as h:
         # The built-ins first; installed distributions (the example dice extension) after them.
-        assert h.runtime.extension_loader.loaded()[:6] == [
+        assert h.runtime.extension_loader.loaded()[:7] == [
             "memory_search",
             "remember",
             "schedule_message",
+            "follow_up",
             "current_time",
             "tasks",
             "guess_number",
@@ -106,7 +108,7 @@ async def test_bad_extensions_cost_only_themselves(
                 await anyio.sleep(0.01)
             assert Seen.messages == ["灰风 在吗"]
             loaded = h.runtime.extension_loader.loaded()
-            assert loaded[6:9] == ["raising_listener", "hanging_listener", "everything"]
+            assert loaded[7:10] == ["raising_listener", "hanging_listener", "everything"]
             tools = [spec.name for spec in h.runtime.tools.list()]
             assert "half_done" not in tools
             assert "everything_hello" in tools
@@ -124,7 +126,7 @@ async def test_an_installed_distribution_is_loaded_through_its_entry_point(
 ) -> None:
     openai_server.push({"tool_calls": [{"name": "reply", "arguments": {"text": "在"}}]})
     async with running(make_config(openai_server), data_dir) as h:
-        assert h.runtime.extension_loader.loaded()[6:] == ["dice"]
+        assert h.runtime.extension_loader.loaded()[7:] == ["dice"]
         assert "roll" in h.runtime.commands
         await h.say("灰风 在吗", addressed=True)
         await h.settle()

@@ -16,6 +16,7 @@ BUILTIN_EXTENSIONS: tuple[tuple[str, str], ...] = (
     ("memory_search", f"{_HERE}.memory:memory_search"),
     ("remember", f"{_HERE}.memory:remember"),
     ("schedule_message", f"{_HERE}.reminders:extension"),
+    ("follow_up", f"{_HERE}.follow_up:extension"),
     ("current_time", f"{_HERE}.clock:extension"),
     ("tasks", f"{_HERE}.tasks:extension"),
     ("guess_number", f"{_HERE}.guess_number:extension"),

@@ -7,19 +7,28 @@
   (this chat only) or ``user`` (seen only in a private chat with the bot). Every memory records its
   source message and that message's speaker, and a ``user`` memory is filed under that speaker — never
   under whoever the episode began for: what one member says cannot become another member's memory.
+  A memory that names one day ("他12月5日考试") is marked as a hook for that day, resolved against its
+  source message's time; the ``memory_hooks`` life source registered with it brings it up then (see
+  :mod:`runtime.extensions.memory_hooks`; a host without the memory shelf and ``[life]`` settings
+  keeps no hooks).
 """
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from runtime.context.retrieval import memory_scopes
 from runtime.extensions.builtin.clock import local_time
-from runtime.extensions.builtin.services import Ids, MemoryWriter, TimeZone
+from runtime.extensions.builtin.services import Ids, MemoryShelf, MemoryWriter, TimeZone
 from runtime.extensions.context import ExtensionContext
+from runtime.extensions.director import LifeSettings
+from runtime.extensions.errors import ExtensionError
 from runtime.extensions.manifest import Extension
+from runtime.extensions.memory_hooks import MemoryHooks, hook_mark
+from runtime.extensions.spec import LifeSourceSpec
 from runtime.store.records import Memory, ScopeType
 from runtime.tools import ToolContext, ToolSpec
 
@@ -75,6 +84,23 @@ def _setup_search(ctx: ExtensionContext) -> None:
 def _setup_remember(ctx: ExtensionContext) -> None:
     writer = ctx.service(MemoryWriter)
     ids = ctx.service(Ids)
+    hooks: MemoryHooks | None = None
+    try:
+        life = ctx.service(LifeSettings)
+        hooks = MemoryHooks(ctx.service(MemoryShelf), zone=life.timezone)
+    except LookupError:
+        pass
+    else:
+        ctx.life_source(LifeSourceSpec("memory_hooks", hooks.poll, life.tick))
+        with suppress(ExtensionError):  # a host without a task group: the ticks read inline
+            ctx.spawn("hook_reads", hooks.reads.run)
+
+    async def written_at(chat_id: str, message_id: str | None, now: float) -> float:
+        """When the memory's source message was said (now, if it is not stored yet)."""
+        if message_id is None:
+            return now
+        found = await ctx.store.get_messages(chat_id, [message_id])
+        return found[0].time if found else now
 
     async def remember_fact(args: RememberArgs, tool: ToolContext) -> str:
         heard = dict(tool.heard)
@@ -105,7 +131,12 @@ def _setup_remember(ctx: ExtensionContext) -> None:
             source_message_id=source,
             source_speaker_id=speaker,
         )
+        if hooks is not None:
+            said = await written_at(tool.chat_id, source, tool.now)
+            memory = hook_mark(memory, said, life.timezone)
         await writer.upsert_memory(memory)
+        if hooks is not None:
+            hooks.note(memory)
         whom = "这个聊天" if args.scope == "chat" else f"关于 {speaker}（消息 {source} 的发言人）"
         return f"记住了（{whom}）：{memory.content}"
 

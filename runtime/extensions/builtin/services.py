@@ -6,16 +6,40 @@ host lacks is refused at setup with the missing type named.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
+from runtime.store.protocol import MemoryScope
 from runtime.store.records import Memory
 
-__all__ = ["Ids", "MemoryWriter", "ReminderBook", "ReminderLimits", "TimeZone"]
+__all__ = ["Ids", "MemoryShelf", "MemoryWriter", "ReminderBook", "ReminderLimits", "TimeZone"]
 
 
 class MemoryWriter(Protocol):
     async def upsert_memory(self, memory: Memory) -> None: ...
+
+
+class MemoryShelf(Protocol):
+    """The store's memory rows, for a life source that keeps its items among the memories (follow-ups,
+    memory hooks): read, write, delete, and list a scope's."""
+
+    async def upsert_memory(self, memory: Memory) -> None: ...
+
+    async def get_memory(self, memory_id: str) -> Memory | None: ...
+
+    async def delete_memory(self, memory_id: str) -> bool: ...
+
+    async def list_memories(
+        self,
+        *,
+        scopes: Collection[MemoryScope],
+        memory_types: Collection[str] | None = None,
+        tags: Collection[str] | None = None,
+        since: float | None = None,
+        min_importance: float | None = None,
+        limit: int | None = None,
+    ) -> list[Memory]: ...
 
 
 class Ids(Protocol):

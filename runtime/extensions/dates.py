@@ -1,7 +1,7 @@
 """The day a memory ties to: "12月5日考试", "下周三面试", "明天出发", "2026-12-05", "next Friday".
 
 A memory that names a day becomes a *memory hook*: on that day the bot may bring it up by itself
-(``runtime.extensions.memory_hooks``). The day is resolved once, when the memory is written, against
+(:mod:`runtime.extensions.memory_hooks`). The day is resolved once, when the memory is written, against
 the time of the message it was taken from, in the persona's time zone — "明天" said on Monday means
 Tuesday however late the memory is read.
 
@@ -130,10 +130,10 @@ def hook_day(text: str, written_at: float, zone: str) -> date | None:
         add(today + timedelta(days=1 if match[0].lower() == "tomorrow" else 2), match.span())
     if bad or len(found) != 1:
         return None
-    (day,) = found
-    if day < today or day - today > _HORIZON:
+    (resolved,) = found
+    if resolved < today or resolved - today > _HORIZON:
         return None
-    return day
+    return resolved
 
 
 def _make(year: int, month: int, day: int) -> date | None:

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from runtime.memory.dates import hook_day
+from runtime.extensions.dates import hook_day
 
 ZONE = "Asia/Shanghai"
 # Wednesday 2026-12-02, 23:30 local: 15:30 UTC, still the 2nd in Shanghai.
