@@ -42,6 +42,7 @@ from runtime.app.persistence import RestoreReport, StatePersistence
 from runtime.app.slots import EpisodeSlots
 from runtime.commands import CommandRegistry
 from runtime.context.setup import ContextRuntime
+from runtime.extensions.chat_activity import restore_activity
 from runtime.extensions.loader import ExtensionLoader
 from runtime.lifetime import Lifetime
 from runtime.llm.router import ModelRouter
@@ -339,6 +340,10 @@ async def _compose(
     # After the extensions: a server's tool never takes a built-in tool's name. Returns at once.
     mcp.start(lifetime)
     restored = await persistence.restore(core.clock())
+    # The chats a follow-up or a memory hook may still speak into, beyond the messages' restore window.
+    await restore_activity(
+        core.activity, storage.store, since=core.clock() - core.life_settings.grounds_window
+    )
 
     # Restored: from here on, stopping closes the sessions, saves, and lets the bookkeeping drain.
     async def close_sessions() -> None:

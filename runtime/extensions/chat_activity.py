@@ -3,14 +3,30 @@
 Only messages from people count. The bot's own messages — proactive ones above all — never do, so a
 group that went quiet stays quiet: silence is not activity, and the bot cannot keep a chat "alive"
 by talking into it.
+
+After a restart the stored messages put back into the conversation threads cover only the restore
+window (``[store] restore_message_window_ms``, an hour); a chat silent since longer would look as if
+nobody had ever spoken there, and a follow-up or a memory hook due in it days later could never be
+heard. :func:`restore_activity` puts back each chat's last real message time over the longer grounds
+window, from the stored messages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import structlog
+
 from runtime.kernel.message import ChatMessage
+from runtime.store.errors import StoreError
+from runtime.store.records import StoredMessage
+
+log = structlog.get_logger("greywind.life")
+
+# Stored messages read per chat for its last real one (the bot's own do not count).
+_PER_CHAT = 20
 
 
 class ChatActivity(Protocol):
@@ -68,3 +84,23 @@ class ChatActivityLog:
 
     def statistics(self) -> ChatActivityStatistics:
         return ChatActivityStatistics(chats=len(self._last), noted=self._noted, ignored_own=self._ignored)
+
+
+class StoredMessages(Protocol):
+    async def messages_since(self, since: float, *, per_chat: int = 200) -> Sequence[StoredMessage]: ...
+
+
+async def restore_activity(activity: ChatActivityLog, store: StoredMessages, *, since: float) -> int:
+    """Put back the last real message time of every chat someone spoke in at or after ``since``; how
+    many chats. A store that cannot answer is logged and costs nothing else."""
+    try:
+        messages = await store.messages_since(since, per_chat=_PER_CHAT)
+    except StoreError as exc:
+        log.warning("chat_activity_not_restored", error=str(exc))
+        return 0
+    chats: set[str] = set()
+    for message in messages:
+        if not message.from_self:
+            activity.restore(message.chat_id, message.time)
+            chats.add(message.chat_id)
+    return len(chats)

@@ -10,15 +10,18 @@ registration, held here and dropped when the registration goes. What they return
 - its chat had a real (non-bot) message within ``recent_activity_ms`` — silence is not activity —
   or, for a chat that went silent, the proposal has :class:`~runtime.extensions.spec.Grounds` (an
   open question to the bot, a due follow-up, a memory hook) and someone spoke there within
-  ``follow_up_within_ms``;
+  ``follow_up_within_ms`` (an open question) or ``dated_within_ms`` (a follow-up or a memory hook:
+  grounds that name their own time, days ahead);
 - it would not start inside the quiet hours (local time of ``[life] timezone``);
 - the tick has not already emitted ``max_proposals_per_tick``.
 
-Whether the bot spoke is said truthfully, per chat: a tick notes each live chat it had nothing for
-(``nothing to say``) and each proposal it turned down (with the rule's reason); a proposal it
-emitted is ``scheduled`` until the episode driver reports the outcome (:meth:`note_outcome`: spoke,
-or why not — the model chose silence, the budget, a closed gate). :meth:`note` reads the latest for
-a chat (``/why`` shows it), and the ``life_tick`` / ``proactive_outcome`` log lines say the same.
+Whether the bot spoke is said truthfully, per chat: a tick notes each chat it had nothing for
+(``nothing to say``: a live chat, or a silent one someone spoke in within the grounds windows) and
+each proposal it turned down (with the rule's reason); a proposal it emitted is ``scheduled`` until
+the episode driver reports the outcome (:meth:`note_outcome`: spoke, or why not — the model chose
+silence, the budget, a closed gate); its grounds are in :attr:`TickReport.grounds`. :meth:`note`
+reads the latest for a chat (``/why`` shows it; a silent chat keeps its last real decision rather
+than every tick's ``nothing to say``), and the ``life_tick`` / ``proactive_outcome`` log lines say the same.
 
 The activations a registration caused are cancelled when it is disposed. The kernel applies the chat's
 budget when they fall due; :meth:`allowed` lets the bot check the chat is still live at that moment.
@@ -96,6 +99,11 @@ class LifeSettings:
             follow_ups_per_chat=config.follow_ups_per_chat,
             follow_up_grace=config.follow_up_grace_ms / 1000,
         )
+
+    @property
+    def grounds_window(self) -> float:
+        """The longest a chat may have been silent and still hear a grounded proposal."""
+        return max(self.follow_up_within, self.dated_within)
 
     def grounds_within(self, grounds: Grounds | str) -> float:
         """How long a chat may have been silent for a proposal with ``grounds`` to speak into it: a
@@ -233,7 +241,7 @@ class LifeDirector:
         if not self._settings.enabled:
             return TickReport(now, quiet, (), (), (), ())
         since = now - self._settings.recent_activity
-        known = now - max(self._settings.follow_up_within, self._settings.dated_within)
+        known = now - self._settings.grounds_window
         context = LifeContext(
             now=now,
             active_chats=tuple(self._chats.recent_chats(since)),
@@ -266,11 +274,14 @@ class LifeDirector:
         for chat_id, why in suppressed:
             if chat_id not in spoken_for:
                 silent.setdefault(chat_id, why)
-        for chat_id in context.active_chats:
+        # Every chat a grounded proposal could still reach, live or silent, hears why not.
+        for chat_id in dict.fromkeys((*context.active_chats, *context.known_chats)):
             if chat_id not in spoken_for:
                 silent.setdefault(chat_id, "quiet_hours" if quiet else NOTHING_TO_SAY)
+        live = set(context.active_chats)
         for chat_id, why in silent.items():
-            self._note(chat_id, LifeNote(now, False, why), from_tick=True)
+            if chat_id in live or chat_id not in self._notes:
+                self._note(chat_id, LifeNote(now, False, why), from_tick=True)
         report = TickReport(
             now,
             quiet,
