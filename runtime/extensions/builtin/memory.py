@@ -29,6 +29,7 @@ from runtime.extensions.errors import ExtensionError
 from runtime.extensions.manifest import Extension
 from runtime.extensions.memory_hooks import MemoryHooks, hook_mark
 from runtime.extensions.spec import LifeSourceSpec
+from runtime.store.errors import StoreError
 from runtime.store.records import Memory, ScopeType
 from runtime.tools import ToolContext, ToolSpec
 
@@ -99,7 +100,10 @@ def _setup_remember(ctx: ExtensionContext) -> None:
         """When the memory's source message was said (now, if it is not stored yet)."""
         if message_id is None:
             return now
-        found = await ctx.store.get_messages(chat_id, [message_id])
+        try:
+            found = await ctx.store.get_messages(chat_id, [message_id])
+        except (ExtensionError, StoreError):  # no store open, or it failed: the episode's time
+            return now
         return found[0].time if found else now
 
     async def remember_fact(args: RememberArgs, tool: ToolContext) -> str:
