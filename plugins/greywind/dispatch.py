@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 from anyio.abc import TaskGroup
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 __all__ = ["Dispatcher", "DispatcherClosedError", "DispatcherStatistics", "Job"]
 
@@ -188,9 +189,13 @@ class Dispatcher:
                 chat.room = None
             self._running += 1
             try:
-                # Every log line the runtime writes while handling this job names its chat.
-                with structlog.contextvars.bound_contextvars(chat_id=key):
+                # Every log line the runtime writes while handling this job names its chat (bound and
+                # reset by token: ``bound_contextvars`` copies the whole context for each job).
+                bound = bind_contextvars(chat_id=key)
+                try:
                     await job()
+                finally:
+                    reset_contextvars(**bound)
             except Exception:
                 self._failed += 1
                 log.exception("job_failed", chat_id=key)
