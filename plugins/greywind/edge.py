@@ -1,8 +1,8 @@
 """The edge for one run of the driver: conversion, commands, gates, outbound, the runtime gateway.
 
 :class:`Edge` holds everything the plugin needs between start-up and shutdown and is driven by the
-plugin's matchers (``handle_message``, ``handle_notice``) and lifespan hooks (``start``, ``stop``). It
-imports no NoneBot machinery beyond the OneBot event models, so tests build it directly.
+plugin's event preprocessor (``handle_message``, ``handle_notice``) and lifespan hooks (``start``,
+``stop``). It imports no NoneBot machinery beyond the OneBot event models, so tests build it directly.
 
 A message's path: convert (never raises; a failure is logged and counted) -> a declared command (any
 from a superuser, one declared for members from anyone; addressed to the bot, an unknown command or
