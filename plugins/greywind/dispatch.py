@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 from anyio.abc import TaskGroup
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 __all__ = ["Dispatcher", "DispatcherClosedError", "DispatcherStatistics", "Job"]
 
@@ -90,8 +91,9 @@ class Dispatcher:
         self._max_queued = 0
         self._waits: deque[float] = deque(maxlen=_WAIT_SAMPLES)
         self._priority_waits: deque[float] = deque(maxlen=_WAIT_SAMPLES)
-        self._idle = anyio.Event()
-        self._idle.set()
+        # Made only while someone waits for the queues to drain (an event per job would cost more
+        # than the dispatching itself).
+        self._idle: anyio.Event | None = None
 
     def start(self, task_group: TaskGroup) -> None:
         """Start the workers in ``task_group`` (the lifespan's)."""
@@ -135,8 +137,6 @@ class Dispatcher:
         chat.jobs.append((job, time.monotonic(), priority))
         self._queued += 1
         self._submitted += 1
-        if self._idle.is_set():
-            self._idle = anyio.Event()
         self._max_queued = max(self._max_queued, len(chat.jobs))
         if priority:
             self._priority_submitted += 1
@@ -188,9 +188,13 @@ class Dispatcher:
                 chat.room = None
             self._running += 1
             try:
-                # Every log line the runtime writes while handling this job names its chat.
-                with structlog.contextvars.bound_contextvars(chat_id=key):
+                # Every log line the runtime writes while handling this job names its chat (bound and
+                # reset by token: ``bound_contextvars`` copies the whole context for each job).
+                bound = bind_contextvars(chat_id=key)
+                try:
                     await job()
+                finally:
+                    reset_contextvars(**bound)
             except Exception:
                 self._failed += 1
                 log.exception("job_failed", chat_id=key)
@@ -204,12 +208,15 @@ class Dispatcher:
                         self._idle_workers.popleft().set()
                 else:
                     del self._chats[key]
-                if self._done >= self._submitted:
+                if self._done >= self._submitted and self._idle is not None:
                     self._idle.set()
+                    self._idle = None
 
     async def wait_idle(self) -> None:
         """Return once every submitted job has finished."""
         while self._done < self._submitted:
+            if self._idle is None:
+                self._idle = anyio.Event()
             await self._idle.wait()
 
     def close(self) -> None:

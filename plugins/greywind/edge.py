@@ -1,8 +1,8 @@
 """The edge for one run of the driver: conversion, commands, gates, outbound, the runtime gateway.
 
 :class:`Edge` holds everything the plugin needs between start-up and shutdown and is driven by the
-plugin's matchers (``handle_message``, ``handle_notice``) and lifespan hooks (``start``, ``stop``). It
-imports no NoneBot machinery beyond the OneBot event models, so tests build it directly.
+plugin's event preprocessor (``handle_message``, ``handle_notice``) and lifespan hooks (``start``,
+``stop``). It imports no NoneBot machinery beyond the OneBot event models, so tests build it directly.
 
 A message's path: convert (never raises; a failure is logged and counted) -> a declared command (any
 from a superuser, one declared for members from anyone; addressed to the bot, an unknown command or
@@ -200,7 +200,10 @@ class Edge:
                 data_dir / JOURNAL_DIR,
                 segment_bytes=min(JOURNAL_SEGMENT_BYTES, max_bytes),
                 max_bytes=max_bytes,
-                progress=self._store_progress,
+                # Chosen once: a protocol check per settled message costs more than the settling.
+                progress=self.gateway.store_progress
+                if isinstance(self.gateway, StoresInbound)
+                else _nothing_stored,
                 clock=clock,
             )
         self.replay = JournalReplay(self, answer_within=config.bot.replay_answer_minutes * 60)
@@ -371,10 +374,11 @@ class Edge:
         member only those declared for members); addressed to the bot, an unknown command or one the
         sender may not run is a plain refusal (a :class:`Usage`)."""
         message = inbound.message
-        if message.from_self:
-            return None
+        prefix = self.config.bot.command_prefix
+        if message.from_self or not inbound.body.lstrip().startswith(prefix):
+            return None  # neither a command nor written as one (most messages: no registry asked)
         registry = commands_of(self.gateway, message.chat_id)
-        prefix, superuser = self.config.bot.command_prefix, message.sender_id in self.superusers
+        superuser = message.sender_id in self.superusers
         command = registry.parse(inbound.body, chat_id=message.chat_id, prefix=prefix, superuser=superuser)
         if command is None and message.addressed:
             # Written as a command to the bot, but none it takes from this sender: a plain answer,
@@ -531,11 +535,6 @@ class Edge:
         if self.journal is not None:
             self.journal.settle(key)
 
-    def _store_progress(self) -> tuple[int, int]:
-        """(writes handed to the store, writes committed) from a gateway that stores; (0, 0) else."""
-        gateway = self.gateway
-        return gateway.store_progress() if isinstance(gateway, StoresInbound) else (0, 0)
-
     async def _retire_journal(self) -> None:
         assert self.journal is not None
         while True:
@@ -647,6 +646,11 @@ class _LocalFailures:
                 log.exception("background_task_failed", task=str(name or getattr(func, "__name__", func)))
 
         self._task_group.start_soon(contained, name=name or getattr(func, "__name__", None))
+
+
+def _nothing_stored() -> tuple[int, int]:
+    """The journal's progress from a gateway that does not store: (handed, committed) = (0, 0)."""
+    return (0, 0)
 
 
 def _account_buckets(config: GreyWindConfig) -> dict[str, TokenBucket]:

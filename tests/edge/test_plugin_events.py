@@ -1,0 +1,131 @@
+"""The plugin inside NoneBot: events through the adapter's own ``Bot.handle_event`` and NoneBot's
+dispatch, as ``bot.py`` serves them, to the edge and to every other plugin's matchers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import nonebot
+import pytest
+from nonebot.adapters.onebot.v11 import Adapter, Bot, Event, GroupMessageEvent
+from nonebot.matcher import Matcher
+
+import plugins.greywind as plugin
+from plugins.greywind.edge import Edge
+from tests.edge.helpers import GROUP, SELF_ID, parse
+from tests.edge.test_edge import RecordingGateway, build_edge
+from tests.support import onebot_events as ob
+
+
+class _CountedRepr(GroupMessageEvent):
+    """A group message that counts how often it is formatted whole."""
+
+    reprs: ClassVar[int] = 0
+
+    def __repr__(self) -> str:
+        type(self).reprs += 1
+        return super().__repr__()
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[Bot, RecordingGateway]]:
+    """A running edge as the plugin's, and a OneBot bot whose events NoneBot dispatches."""
+    bot = Bot(Adapter(nonebot.get_driver()), str(SELF_ID))
+    edge: Edge = build_edge(tmp_path)
+    edge.bot_connected(bot.self_id, bot)
+    await edge.start()
+    gateway = edge.gateway
+    assert isinstance(gateway, RecordingGateway)
+    plugin._edge = edge
+    try:
+        yield bot, gateway
+    finally:
+        plugin._edge = None
+        await edge.stop()
+
+
+@pytest.fixture
+def other_plugin() -> Iterator[tuple[list[Event], Any]]:
+    """Another plugin's matchers, gone after the test: ``add(priority, block)`` registers one that
+    records the events it runs for."""
+    seen: list[Event] = []
+    added: list[type[Matcher]] = []
+
+    def add(*, priority: int, block: bool) -> None:
+        matcher = nonebot.on(priority=priority, block=block)
+
+        @matcher.handle()
+        async def _record(event: Event) -> None:
+            seen.append(event)
+
+        added.append(matcher)
+
+    try:
+        yield seen, add
+    finally:
+        for matcher in added:
+            matcher.destroy()
+
+
+def said(text: str, *, user: int = 42, segments: list[ob.Segment] | None = None) -> dict[str, Any]:
+    return ob.group_message(
+        self_id=SELF_ID, group_id=GROUP, user_id=user, message=segments or [ob.text(text)]
+    )
+
+
+@pytest.mark.anyio
+async def test_messages_and_notices_reach_the_edge_and_every_other_plugin(
+    served: tuple[Bot, RecordingGateway], other_plugin: tuple[list[Event], Any]
+) -> None:
+    bot, gateway = served
+    seen, add = other_plugin
+    add(priority=1, block=False)
+    add(priority=5, block=False)
+    await bot.handle_event(parse(said("今天吃什么")))
+    await bot.handle_event(parse(said("", segments=[ob.at(SELF_ID), ob.text(" 在吗")])))
+    await bot.handle_event(parse(ob.group_recall(self_id=SELF_ID, group_id=GROUP, user_id=42, message_id=7)))
+    edge = plugin.current_edge()
+    assert edge is not None
+    await edge.dispatcher.wait_idle()
+    assert [(m.text, m.addressed) for m in gateway.messages] == [("今天吃什么", False), ("@灰风 在吗", True)]
+    assert [type(n).__name__ for n in gateway.notices] == ["Recalled"]
+    # Both matchers of the other plugin ran for all three events.
+    assert [e.get_type() for e in seen].count("message") == 4
+    assert [e.get_type() for e in seen].count("notice") == 2
+
+
+@pytest.mark.anyio
+async def test_a_plugin_that_blocks_an_event_does_not_keep_it_from_the_edge(
+    served: tuple[Bot, RecordingGateway], other_plugin: tuple[list[Event], Any]
+) -> None:
+    """A matcher that runs first and stops propagation ends the event for the matchers after it; the
+    bot still hears the message (and settles it in the journal instead of replaying it)."""
+    bot, gateway = served
+    seen, add = other_plugin
+    add(priority=0, block=True)
+    await bot.handle_event(parse(said("只有我能看到吗")))
+    edge = plugin.current_edge()
+    assert edge is not None
+    await edge.dispatcher.wait_idle()
+    assert len(seen) == 1
+    assert [m.text for m in gateway.messages] == ["只有我能看到吗"]
+
+
+@pytest.mark.anyio
+async def test_chatter_is_heard_without_formatting_the_whole_event(
+    served: tuple[Bot, RecordingGateway],
+) -> None:
+    """NoneBot's matcher run writes the entire event into a trace line for every event it runs for,
+    whether the line is kept or not: at a few hundred messages a second that formatting alone costs
+    more than reading the message. The edge hears chatter without it."""
+    bot, gateway = served
+    _CountedRepr.reprs = 0
+    for n in range(20):
+        await bot.handle_event(_CountedRepr.model_validate(said(f"第{n}句")))
+    edge = plugin.current_edge()
+    assert edge is not None
+    await edge.dispatcher.wait_idle()
+    assert len(gateway.messages) == 20
+    assert _CountedRepr.reprs == 0
