@@ -36,6 +36,7 @@ import anyio
 import structlog
 from structlog.contextvars import bound_contextvars
 
+from runtime import stages
 from runtime.app.alarm import Alarm
 from runtime.app.persona import Persona
 from runtime.app.reasoner import ModelReasoner
@@ -226,6 +227,7 @@ class EpisodeDriver:
         except KernelError as exc:  # withdrawn (recalled, cancelled) between due() and now
             log.info("activation_gone", kind=kind, error=str(exc))
             return
+        stages.stamp_current("driver.deliberate")
         try:
             if not self._budget_allows(d):
                 return
@@ -482,6 +484,7 @@ class EpisodeDriver:
         self._counts["episodes"] += 1
         now = rt.clock()
         chat = ChatInfo.for_chat(chat_id)
+        stages.stamp_current("driver.context")
         built, prompt = await rt.context.prepare(
             trigger,
             chat=chat,
@@ -499,6 +502,7 @@ class EpisodeDriver:
             # opened because the talk moved to a new topic is no such start: no handoff, no call.
             # Queued, off the reply path; nothing runs when nothing is uncompressed or it is off.
             rt.loop_spawn(rt.memory.injector.note_session_start(chat_id, now=now))
+        stages.stamp_current("context.prepared")
         app = rt.app
         reasoner = ModelReasoner(
             rt.router,

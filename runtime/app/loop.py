@@ -29,6 +29,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from runtime import stages
 from runtime.app.alarm import MAX_SLEEP, STALL_RETRY, Alarm
 from runtime.app.slots import EpisodeSlots, SlotStatistics, holding
 from runtime.kernel.kernel import Kernel
@@ -167,6 +168,12 @@ class ActivationLoop:
         self._task_group.start_soon(self._run_one, activation)
 
     async def _run_one(self, activation: Activation) -> None:
+        ids = activation.event.evidence_message_ids
+        with stages.following(ids[0] if ids and activation.reason == "forced" else None):
+            await self._run_one_traced(activation)
+
+    async def _run_one_traced(self, activation: Activation) -> None:
+        stages.stamp_current("loop.task")
         chat_id = activation.event.chat_id
         lock = self._chat_locks.get(chat_id)
         if lock is None:
@@ -185,6 +192,7 @@ class ActivationLoop:
             with scope:
                 while True:
                     async with lock:
+                        stages.stamp_current("loop.lock")
                         if counted:
                             counted = False
                             self._forced_done_waiting(chat_id)
@@ -193,6 +201,7 @@ class ActivationLoop:
                             continue  # it gave its place to a forced episode of its chat: in line again
                         self._queued -= 1
                         entered = True
+                        stages.stamp_current("loop.slot")
                         await self._run_in_slot(activation, chat_id, *taken)
                     break
         except Exception:
