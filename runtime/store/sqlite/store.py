@@ -236,18 +236,16 @@ class SqliteStore(ContextTables, LayerTables):
 
         count = self._message_count
 
-        async def body(db: aiosqlite.Connection) -> None:
-            nonlocal count
+        def body(connection: sqlite3.Connection) -> int:
             for sql, rows in runs:
-                await db.executemany(sql, rows)
-            if texts:
-                # Messages are never deleted and a repeated delivery takes no rowid: the top is the count.
-                async with db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages") as cur:
-                    row = await cur.fetchone()
-                count = int(row[0]) if row else count
+                connection.executemany(sql, rows).close()
+            if not texts:
+                return count
+            # Messages are never deleted and a repeated delivery takes no rowid: the top is the count.
+            row = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM messages").fetchone()
+            return int(row[0]) if row else count
 
-        await self._tx("write", body)
-        self._message_count = count
+        self._message_count = await self._tx_in_thread("write", body)
         self._batches += 1
         self._items += len(items)
 
