@@ -22,7 +22,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
-__all__ = ["HOLD_LIMIT", "AddressedWork", "addressed", "in_addressed_work", "reaching_the_model"]
+__all__ = [
+    "HOLD_LIMIT",
+    "AddressedWork",
+    "addressed",
+    "before_the_model",
+    "in_addressed_work",
+    "reaching_the_model",
+]
 
 # The longest one mark holds chatter back (seconds).
 HOLD_LIMIT = 2.0
@@ -48,6 +55,7 @@ class _Mark:
 
 
 _mark: ContextVar[_Mark | None] = ContextVar("greywind_addressed_mark", default=None)
+_reached: ContextVar[Callable[[], None] | None] = ContextVar("greywind_model_reached", default=None)
 
 
 class AddressedWork:
@@ -104,6 +112,19 @@ def reaching_the_model() -> None:
     mark = _mark.get()
     if mark is not None:
         mark.close()
+    reached = _reached.get()
+    if reached is not None:
+        reached()
+
+
+@contextlib.contextmanager
+def before_the_model(reached: Callable[[], None]) -> Iterator[None]:
+    """Inside, :func:`reaching_the_model` calls ``reached`` (any episode, addressed or not)."""
+    token = _reached.set(reached)
+    try:
+        yield
+    finally:
+        _reached.reset(token)
 
 
 def in_addressed_work() -> bool:

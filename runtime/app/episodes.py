@@ -40,7 +40,7 @@ from runtime import stages
 from runtime.app.alarm import Alarm
 from runtime.app.persona import Persona
 from runtime.app.reasoner import ModelReasoner
-from runtime.app.slots import leave_slot
+from runtime.app.slots import gave_way, leave_slot
 from runtime.app.why import WhyLog
 from runtime.config import GreyWindConfig
 from runtime.config.app import AppConfig
@@ -243,6 +243,9 @@ class EpisodeDriver:
             if not d.finished:
                 self._finish(d, EventState.SKIPPED, "error")
         except anyio.get_cancelled_exc_class():
+            if gave_way() and not d.finished:
+                # A forced episode of the chat came before this one asked the model: it answers.
+                self._finish(d, EventState.SKIPPED, "gave way to an addressed message")
             if rt.running():
                 raise
             # A stop that could not wait: the event stays deliberating, the next start runs it again.
