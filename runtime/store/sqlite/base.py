@@ -9,7 +9,9 @@ Reads have a connection of their own (WAL: a reader never waits for a writer), s
 context never queues behind a write that is stuck on a full disk or on another process's lock.
 
 Both connections are taken in turn through an :class:`~runtime.store.addressed_first.AddressedFirstLock`:
-an @ on its way to the model waits for the statement running, not for the queue. A transaction of
+an @ on its way to the model waits for the statement running, not for the queue. Its reads have a
+second read connection besides (whichever of the two is free): they never wait for another chat's
+search or the memory layer's long reads, and its context's parts are read two at a time. A transaction of
 plain statements (:meth:`SqliteBase._tx_in_thread`: the writer's batches, single upserts) is one trip
 to the connection's thread, ``BEGIN`` to ``COMMIT``: while the event loop is busy each trip waits
 for its turn there, and the write lock was held across six of them.
@@ -35,6 +37,7 @@ from runtime.config.store import StoreConfig
 from runtime.store.addressed_first import AddressedFirstLock
 from runtime.store.errors import StoreClosedError, StoreLockedError, StoreWriteError
 from runtime.store.sqlite.schema import is_locked_error, retrying
+from runtime.urgency import in_addressed_work
 
 log = structlog.get_logger("greywind.store")
 
@@ -90,14 +93,17 @@ class SqliteBase:
         config: StoreConfig,
         version: int,
         reader: aiosqlite.Connection | None = None,
+        addressed_reader: aiosqlite.Connection | None = None,
     ) -> None:
         self._db = db
         self._reader = reader or db
+        self._addressed_reader = addressed_reader
         self._path = path
         self._config = config
         self._version = version
         self._lock = AddressedFirstLock()
         self._read_lock = AddressedFirstLock() if reader is not None else self._lock
+        self._addressed_read_lock = AddressedFirstLock()
         self._busy_ms = config.busy_timeout_ms
         self._closed = False
         self._batches = 0
@@ -131,6 +137,9 @@ class SqliteBase:
                 except sqlite3.Error as exc:
                     log.warning("store.checkpoint_failed", path=str(self._path), error=str(exc))
                 finally:
+                    if self._addressed_reader is not None:
+                        async with self._addressed_read_lock:
+                            await self._addressed_reader.close()
                     if self._reader is not self._db:
                         async with self._read_lock:
                             await self._reader.close()
@@ -139,9 +148,13 @@ class SqliteBase:
             # Cut short (the shutdown's deadline passed, say behind a write waiting on a lock): the
             # connections' threads must not keep the process alive. Each closes its connection and
             # ends once the statement it is running returns.
-            for connection in {id(self._db): self._db, id(self._reader): self._reader}.values():
+            for connection in {id(c): c for c in self._connections()}.values():
                 connection.stop()
             raise
+
+    def _connections(self) -> list[aiosqlite.Connection]:
+        extra = [self._addressed_reader] if self._addressed_reader is not None else []
+        return [self._db, self._reader, *extra]
 
     async def _retry(self, what: str, op: Callable[[], Awaitable[Any]]) -> Any:
         return await retrying(
@@ -151,11 +164,21 @@ class SqliteBase:
     async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         self._check()
 
+        reader, lock = self._reader, self._read_lock
+        second = self._addressed_reader
+        # Addressed work reads on its own connection, unless that is busy and the shared one is free.
+        if (
+            second is not None
+            and in_addressed_work()
+            and (not self._addressed_read_lock.locked() or lock.locked())
+        ):
+            reader, lock = second, self._addressed_read_lock
+
         async def attempt() -> list[Any]:
             # One trip to the connection's thread (execute, fetch and close there), not three.
-            return list(await self._reader.execute_fetchall(sql, params))
+            return list(await reader.execute_fetchall(sql, params))
 
-        async with self._read_lock:
+        async with lock:
             result: list[Any] = await self._retry("read", attempt)
             return result
 

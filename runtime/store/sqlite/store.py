@@ -152,12 +152,16 @@ class SqliteStore(ContextTables, LayerTables):
         except BaseException:
             await db.close()
             raise
+        reader: aiosqlite.Connection | None = None
         try:
             reader = await _open_reader(file, config)
+            addressed_reader = await _open_reader(file, config)  # addressed work's own
         except BaseException:
+            if reader is not None:
+                await reader.close()
             await db.close()
             raise
-        store = cls(db, file, config, version, reader)
+        store = cls(db, file, config, version, reader, addressed_reader)
         store._message_count = await store.count_messages()
         log.info("store.opened", path=str(file), schema_version=version, messages=store._message_count)
         return store
