@@ -69,6 +69,7 @@ from bench.e2e import (  # noqa: E402
     cpu_seconds,
     group_frame,
 )
+from runtime.stages import ENV as STAGE_TRACE  # noqa: E402
 from tests.e2e.bot_process import BotProcess  # noqa: E402
 from tests.e2e.onebot_peer import OneBotPeer  # noqa: E402
 from tests.support import onebot_events as ob  # noqa: E402
@@ -87,6 +88,8 @@ class Target:
     model: ModelProcess | None = None  # a GreyWind bot's own model server
     peer: OneBotPeer | None = None
     posted: dict[str, float] = field(default_factory=dict)  # tag -> when the @ was posted to it
+    message_ids: dict[str, str] = field(default_factory=dict)  # tag -> the @'s message id
+    stages: Path | None = None  # where it writes its stage stamps (--breakdown)
     cpu_start: float = 0.0
     cpu: float = 0.0
     rss: list[float] = field(default_factory=list)
@@ -106,6 +109,16 @@ class Target:
             if (m := _TAG.search(call.text)) is not None:
                 sends.setdefault(m.group(1), call.at)
         return sends
+
+
+# The stages an @ passes on its way to the model (runtime/stages.py), in order; "request" is the model
+# server receiving it.
+STAGES = (
+    "guard.held", "guard.out", "edge.submit", "runtime.entry", "runtime.ingested", "loop.task",
+    "loop.lock", "loop.slot", "driver.deliberate", "driver.context", "context.thread",
+    "context.session", "context.parts", "context.turn", "context.prepared", "model.ask", "model.post",
+    "request",
+)  # fmt: skip
 
 
 def stream(args: argparse.Namespace) -> list[tuple[float, str, str | None]]:
@@ -130,6 +143,7 @@ def stream(args: argparse.Namespace) -> list[tuple[float, str, str | None]]:
 async def drive(args: argparse.Namespace, targets: list[Target]) -> float:
     """Post the stream to every target; returns how long posting took."""
     schedule = stream(args)
+    ids = {tag: str(json.loads(frame)["message_id"]) for _, frame, tag in schedule if tag is not None}
     tenth = max(1, len(schedule) // 10)
     started = time.monotonic()
     for n, (at, frame, tag) in enumerate(schedule, 1):
@@ -141,6 +155,7 @@ async def drive(args: argparse.Namespace, targets: list[Target]) -> float:
             assert target.peer is not None
             if tag is not None:
                 target.posted[tag] = time.monotonic()
+                target.message_ids[tag] = ids[tag]
             await target.peer.post_raw(frame)
         if n % tenth == 0:
             for target in targets:
@@ -185,6 +200,55 @@ async def read_stalls(target: Target) -> None:
         target.gc_longest_ms = float(m.group(3))
 
 
+def stage_stamps(target: Target, requests: dict[str, float]) -> dict[str, dict[str, float]]:
+    """tag -> stage -> when (the first stamp of each), from the posting to the model's request."""
+    if target.stages is None or not target.stages.exists():
+        return {}
+    by_id: dict[str, dict[str, float]] = {}
+    for line in target.stages.read_text(encoding="utf-8").splitlines():
+        key, stage, at = line.split("\t")
+        by_id.setdefault(key, {}).setdefault(stage, float(at))
+    out: dict[str, dict[str, float]] = {}
+    for tag, posted in target.posted.items():
+        stamps = {"posted": posted, **by_id.get(target.message_ids.get(tag, ""), {})}
+        if tag in requests:
+            stamps["request"] = requests[tag]
+        out[tag] = stamps
+    return out
+
+
+def breakdown(stamps: dict[str, dict[str, float]]) -> None:
+    """Per stage, the time since the stage before it (ms): p50 and p99 over the @s, then the slowest
+    @s one by one."""
+    steps: dict[str, list[float]] = {}
+    rows: list[tuple[float, str, list[tuple[str, float]]]] = []
+    for tag, times in stamps.items():
+        if "request" not in times:
+            continue
+        previous, row = times["posted"], []
+        for stage in STAGES:
+            if stage in times:
+                row.append((stage, (times[stage] - previous) * 1000))
+                steps.setdefault(stage, []).append(row[-1][1])
+                previous = times[stage]
+        rows.append(((times["request"] - times["posted"]) * 1000, tag, row))
+    if not rows:
+        print("  stage breakdown: no stamps")
+        return
+    print("  stage breakdown (ms since the stage before; n, p50, p99, max):")
+    for stage in STAGES:
+        if values := steps.get(stage):
+            print(
+                f"    {stage:<18} n={len(values):<4} {percentile(values, 0.5):7.1f} "
+                f"{percentile(values, 0.99):7.1f} {max(values):7.1f}"
+            )
+    rows.sort(reverse=True)
+    print("  the slowest @s:")
+    for total, tag, row in rows[:6]:
+        big = sorted(row, key=lambda step: -step[1])[:4]
+        print(f"    {tag:>7} {total:6.1f} ms: " + ", ".join(f"{s} {ms:.1f}" for s, ms in big))
+
+
 def spans_line(name: str, values: list[float], wanted: int) -> str:
     if not values:
         return f"  {name}: no samples (0/{wanted})"
@@ -219,6 +283,8 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> None
                     requests.setdefault(line["tag"], line["received"])
             to_model = [(requests[t] - target.posted[t]) * 1000 for t in target.posted if t in requests]
             print(spans_line("@ -> model request", to_model, wanted))
+            if args.breakdown:
+                breakdown(stage_stamps(target, requests))
             unprompted = sum(1 for line in records if line["tools"] and line["tag"] is None)
             print(f"  model requests: {len(records)} ({unprompted} unprompted episodes it chose to join)")
         print(
@@ -255,7 +321,12 @@ def _last_line(record: dict[str, Any]) -> str:
     return lines[-1] if lines else ""
 
 
-def greywind(name: str, workdir: Path, model: ModelProcess, env: dict[str, str], script: Path) -> Target:
+def greywind(
+    name: str, workdir: Path, model: ModelProcess, env: dict[str, str], script: Path, breakdown: bool
+) -> Target:
+    stages = workdir.parent / f"{workdir.name}-stages.tsv" if breakdown else None
+    if stages is not None:
+        env = {**env, STAGE_TRACE: str(stages)}
     return Target(
         name,
         BotProcess(
@@ -271,6 +342,7 @@ def greywind(name: str, workdir: Path, model: ModelProcess, env: dict[str, str],
             script=script,
         ),
         model=model,
+        stages=stages,
     )
 
 
@@ -279,13 +351,15 @@ async def run(args: argparse.Namespace) -> int:
         tmp = Path(processes.enter_context(tempfile.TemporaryDirectory(prefix="greywind-side-")))
         env = {"LOG_LEVEL": args.log_level}
         model = processes.enter_context(ModelProcess(tmp))
-        bot = greywind("bot.py", tmp / "bot", model, env, ROOT / "bot.py")
+        bot = greywind("bot.py", tmp / "bot", model, env, ROOT / "bot.py", args.breakdown)
         targets = [bot]
         if args.baseline is not None:
             (tmp / "baseline-model").mkdir()
             second = processes.enter_context(ModelProcess(tmp / "baseline-model"))
             name = f"bot.py of {args.baseline}"
-            targets.append(greywind(name, tmp / "baseline", second, env, args.baseline / "bot.py"))
+            targets.append(
+                greywind(name, tmp / "baseline", second, env, args.baseline / "bot.py", args.breakdown)
+            )
         bare = Target(
             "bare NoneBot", BotProcess(tmp / "bare", env=env, script=ROOT / "bench" / "bare_bot.py")
         )
@@ -354,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline", type=Path, help="also drive the bot.py of this tree (another version), same stream"
     )
     parser.add_argument("--answer-within", type=float, default=30.0, help="seconds to wait for the last @s")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="where each @ spent its time on the way to the model"
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     if args.soak:

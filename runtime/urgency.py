@@ -9,6 +9,10 @@ has its slot until its first model call (:func:`addressed`, :func:`reaching_the_
 frame guard hands chatter to NoneBot only slowly while any mark is open
 (:meth:`AddressedWork.pending`). A mark counts for :data:`HOLD_LIMIT` seconds at most, so a slow
 build cannot stall chatter for long.
+
+The store serves the marked work first too (:func:`in_addressed_work`): its reads and writes wait for
+the statement the database is running, not for everything the writer, the memory layer and the
+other chats' episodes have queued in front of it.
 """
 
 from __future__ import annotations
@@ -18,27 +22,55 @@ import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
-__all__ = ["HOLD_LIMIT", "AddressedWork", "addressed", "reaching_the_model"]
+__all__ = [
+    "HOLD_LIMIT",
+    "AddressedWork",
+    "addressed",
+    "before_the_model",
+    "in_addressed_work",
+    "reaching_the_model",
+]
 
 # The longest one mark holds chatter back (seconds).
 HOLD_LIMIT = 2.0
 
-_release: ContextVar[Callable[[], None] | None] = ContextVar("greywind_addressed_release", default=None)
+
+class _Mark:
+    """The current task's mark: open until the model is called (or the block ends)."""
+
+    __slots__ = ("began", "clock", "end", "open")
+
+    def __init__(self, end: Callable[[], None], clock: Callable[[], float]) -> None:
+        self.end = end
+        self.clock = clock
+        self.began = clock()
+        self.open = True
+
+    def close(self) -> None:
+        self.open = False
+        self.end()
+
+    def holds(self) -> bool:
+        return self.open and self.clock() - self.began < HOLD_LIMIT
+
+
+_mark: ContextVar[_Mark | None] = ContextVar("greywind_addressed_mark", default=None)
+_reached: ContextVar[Callable[[], None] | None] = ContextVar("greywind_model_reached", default=None)
 
 
 class AddressedWork:
     """The open marks: when each began."""
 
-    __slots__ = ("_clock", "_next", "_open")
+    __slots__ = ("_next", "_open", "clock")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
+        self.clock = clock
         self._open: dict[int, float] = {}
         self._next = 0
 
     def begin(self) -> int:
         self._next += 1
-        self._open[self._next] = self._clock()
+        self._open[self._next] = self.clock()
         return self._next
 
     def end(self, token: int) -> None:
@@ -48,7 +80,7 @@ class AddressedWork:
         """Some addressed work began less than :data:`HOLD_LIMIT` ago and has not reached the model."""
         if not self._open:
             return False
-        horizon = self._clock() - HOLD_LIMIT
+        horizon = self.clock() - HOLD_LIMIT
         for token, began in list(self._open.items()):
             if began >= horizon:
                 return True
@@ -66,16 +98,37 @@ def addressed(work: AddressedWork | None) -> Iterator[None]:
         yield
         return
     token = work.begin()
-    reset = _release.set(lambda: work.end(token))
+    mark = _Mark(lambda: work.end(token), work.clock)
+    reset = _mark.set(mark)
     try:
         yield
     finally:
-        work.end(token)
-        _release.reset(reset)
+        mark.close()
+        _mark.reset(reset)
 
 
 def reaching_the_model() -> None:
     """The current addressed work is calling the model: chatter need not wait for it any more."""
-    release = _release.get()
-    if release is not None:
-        release()
+    mark = _mark.get()
+    if mark is not None:
+        mark.close()
+    reached = _reached.get()
+    if reached is not None:
+        reached()
+
+
+@contextlib.contextmanager
+def before_the_model(reached: Callable[[], None]) -> Iterator[None]:
+    """Inside, :func:`reaching_the_model` calls ``reached`` (any episode, addressed or not)."""
+    token = _reached.set(reached)
+    try:
+        yield
+    finally:
+        _reached.reset(token)
+
+
+def in_addressed_work() -> bool:
+    """The current task is addressed work that has not reached the model (for :data:`HOLD_LIMIT`
+    seconds at most); tasks it spawned meanwhile count as it does."""
+    mark = _mark.get()
+    return mark is not None and mark.holds()

@@ -59,6 +59,7 @@ from plugins.greywind.outbound import (
     TokenBucket,
 )
 from plugins.greywind.restriction import RestrictionCircuits
+from runtime import stages
 from runtime.commands import FAILED, CommandCall
 from runtime.config import GreyWindConfig
 from runtime.config.accounts import account_config
@@ -406,6 +407,7 @@ class Edge:
         if message.addressed:
             # Addressed messages are the ones that cost a model call: each gets one line; chatter none.
             self._log_addressed(message, inbound.how_addressed)
+            stages.stamp(message.message_id, "edge.submit")
         job = partial(self.gateway.on_message, message)
         await self.submit_settled(message.chat_id, job, key, priority=message.addressed)
 

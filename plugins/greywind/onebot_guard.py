@@ -58,6 +58,7 @@ from plugins.greywind.frame_lanes import (
     is_priority,
     nested_deeper_than,
 )
+from runtime import stages
 from runtime.urgency import AddressedWork
 
 __all__ = ["FrameGuard", "FrameGuardStatistics", "GuardedAdapter", "repair_segments"]
@@ -220,7 +221,10 @@ class FrameGuard:
     def _next_frame(self) -> str | bytes | None:
         busy = len(self._in_flight)
         if self._urgent and busy < self._max_in_flight_priority:
-            return self._urgent.pop()
+            frame = self._urgent.pop()
+            if stages.ENABLED:
+                stages.stamp(json.loads(frame).get("message_id"), "guard.out")
+            return frame
         if self._held and busy < self._max_in_flight:
             if self._addressed is not None and self._addressed.pending():
                 now = time.monotonic()
@@ -273,6 +277,7 @@ class FrameGuard:
         chat = chat_key(event) if isinstance(event, dict) else ""
         if isinstance(event, dict) and is_priority(event, self.lanes):
             counters.priority += 1
+            stages.stamp(event.get("message_id"), "guard.held")
             for earlier in self._held.take_chat(chat):  # the chat's own order holds
                 self._urgent.push(chat, earlier)
             self._urgent.push(chat, frame)

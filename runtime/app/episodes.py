@@ -36,10 +36,11 @@ import anyio
 import structlog
 from structlog.contextvars import bound_contextvars
 
+from runtime import stages
 from runtime.app.alarm import Alarm
 from runtime.app.persona import Persona
 from runtime.app.reasoner import ModelReasoner
-from runtime.app.slots import leave_slot
+from runtime.app.slots import gave_way, leave_slot
 from runtime.app.why import WhyLog
 from runtime.config import GreyWindConfig
 from runtime.config.app import AppConfig
@@ -226,6 +227,7 @@ class EpisodeDriver:
         except KernelError as exc:  # withdrawn (recalled, cancelled) between due() and now
             log.info("activation_gone", kind=kind, error=str(exc))
             return
+        stages.stamp_current("driver.deliberate")
         try:
             if not self._budget_allows(d):
                 return
@@ -241,6 +243,9 @@ class EpisodeDriver:
             if not d.finished:
                 self._finish(d, EventState.SKIPPED, "error")
         except anyio.get_cancelled_exc_class():
+            if gave_way() and not d.finished:
+                # A forced episode of the chat came before this one asked the model: it answers.
+                self._finish(d, EventState.SKIPPED, "gave way to an addressed message")
             if rt.running():
                 raise
             # A stop that could not wait: the event stays deliberating, the next start runs it again.
@@ -482,6 +487,7 @@ class EpisodeDriver:
         self._counts["episodes"] += 1
         now = rt.clock()
         chat = ChatInfo.for_chat(chat_id)
+        stages.stamp_current("driver.context")
         built, prompt = await rt.context.prepare(
             trigger,
             chat=chat,
@@ -499,6 +505,7 @@ class EpisodeDriver:
             # opened because the talk moved to a new topic is no such start: no handoff, no call.
             # Queued, off the reply path; nothing runs when nothing is uncompressed or it is off.
             rt.loop_spawn(rt.memory.injector.note_session_start(chat_id, now=now))
+        stages.stamp_current("context.prepared")
         app = rt.app
         reasoner = ModelReasoner(
             rt.router,

@@ -12,16 +12,20 @@ waits for the episode already speaking there rather than talking over it), each 
 :data:`FRESH_AFTER` seconds may take. An episode takes its chat's lock before a slot, so a chat holds
 at most one slot however many of its episodes wait: a flood of @s in some chats, or a model that
 hangs for them, cannot take the slots the other chats need. An unprompted episode waiting for a slot
-under its chat's lock steps back behind a forced episode of its chat. A fresh chat's forced episode, once it
+under its chat's lock steps back behind a forced episode of its chat, and one that has its slot but has
+not asked the model yet gives way to it (:class:`~runtime.app.slots.GiveWay`: cancelled, its
+activation skipped; the forced episode's context has the same messages): the @ waits only for an
+episode already talking with the model or speaking. A fresh chat's forced episode, once it
 has its slot, is *addressed work* (:mod:`runtime.urgency`) until it calls the model: chatter yields
 the process to it meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,15 +33,18 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from runtime import stages
 from runtime.app.alarm import MAX_SLEEP, STALL_RETRY, Alarm
-from runtime.app.slots import EpisodeSlots, SlotStatistics, holding
+from runtime.app.slots import EpisodeSlots, GiveWay, SlotStatistics, holding
 from runtime.kernel.kernel import Kernel
 from runtime.kernel.outcomes import Activation
-from runtime.urgency import AddressedWork, addressed
+from runtime.urgency import AddressedWork, addressed, before_the_model
 
 __all__ = ["MAX_SLEEP", "STALL_RETRY", "ActivationLoop", "EpisodeRunner", "LoopStatistics"]
 
 log = structlog.get_logger("greywind.loop")
+# The activations an unprompted episode runs for that give way to a forced one before the model call.
+GIVES_WAY = frozenset({"message"})
 # A chat whose last episode began longer ago than this is *fresh*: its forced episodes may take the
 # reserved slots (runtime.app.slots). Chats remembered for that, at most.
 FRESH_AFTER = 60.0
@@ -84,6 +91,7 @@ class ActivationLoop:
         self._last_episode: dict[str, float] = {}  # chat -> when its last episode got a slot
         self._forced_waiting: dict[str, int] = {}  # chat -> forced episodes not yet under its lock
         self._slot_waits: dict[str, anyio.CancelScope] = {}  # chat -> its unprompted one's slot wait
+        self._preparing: dict[str, GiveWay] = {}  # chat -> its unprompted one before the model call
         self._task_group: TaskGroup | None = None
         self._idle = anyio.Event()
         self._idle.set()
@@ -167,6 +175,15 @@ class ActivationLoop:
         self._task_group.start_soon(self._run_one, activation)
 
     async def _run_one(self, activation: Activation) -> None:
+        if not stages.ENABLED:
+            await self._run_one_traced(activation)
+            return
+        ids = activation.event.evidence_message_ids
+        with stages.following(ids[0] if ids and activation.reason == "forced" else None):
+            await self._run_one_traced(activation)
+
+    async def _run_one_traced(self, activation: Activation) -> None:
+        stages.stamp_current("loop.task")
         chat_id = activation.event.chat_id
         lock = self._chat_locks.get(chat_id)
         if lock is None:
@@ -176,6 +193,8 @@ class ActivationLoop:
             self._forced_waiting[chat_id] = self._forced_waiting.get(chat_id, 0) + 1
             if (waiting := self._slot_waits.get(chat_id)) is not None:
                 waiting.cancel()  # the chat's unprompted episode waiting for a slot lets this one first
+            if (preparing := self._preparing.get(chat_id)) is not None:
+                preparing.ask()  # and one that has not asked the model yet gives way
         counted = forced  # among the chat's forced episodes waiting for its lock
         self._queued += 1
         entered = False
@@ -185,6 +204,7 @@ class ActivationLoop:
             with scope:
                 while True:
                     async with lock:
+                        stages.stamp_current("loop.lock")
                         if counted:
                             counted = False
                             self._forced_done_waiting(chat_id)
@@ -193,6 +213,7 @@ class ActivationLoop:
                             continue  # it gave its place to a forced episode of its chat: in line again
                         self._queued -= 1
                         entered = True
+                        stages.stamp_current("loop.slot")
                         await self._run_in_slot(activation, chat_id, *taken)
                     break
         except Exception:
@@ -240,11 +261,32 @@ class ActivationLoop:
         # A fresh chat's forced episode is addressed work until it calls the model: chatter yields
         # to it. (Not a chat asking again and again: @-spam must not slow all chatter.)
         work = self._addressed if forced and fresh else None
+        gives_way = not forced and activation.event.kind in GIVES_WAY
         try:
-            with holding(release), addressed(work):
+            with holding(release), addressed(work), self._giving_way(chat_id, gives_way):
                 await self._runner.run(activation)
         finally:
             release()
+
+    @contextlib.contextmanager
+    def _giving_way(self, chat_id: str, gives_way: bool) -> Iterator[None]:
+        """Inside, until it calls the model, a forced episode of the chat cancels this one."""
+        if not gives_way:
+            yield
+            return
+        give_way = self._preparing[chat_id] = GiveWay()
+
+        def reached() -> None:
+            if self._preparing.get(chat_id) is give_way:
+                del self._preparing[chat_id]
+
+        try:
+            with give_way.running(), before_the_model(reached):
+                yield
+        finally:
+            reached()
+        if give_way.scope.cancelled_caught:
+            log.info("episode_gave_way", chat_id=chat_id)
 
     def _fresh(self, chat_id: str) -> bool:
         """No episode of this chat lately."""

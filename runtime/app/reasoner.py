@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import anyio
 import structlog
 
+from runtime import stages
 from runtime.episodes import CONTROL_TOOLS, Episode, action_from_text, action_from_tool_call, episode_messages
 from runtime.episodes.actions import Malformed, ParsedAction, Reply
 from runtime.llm.errors import LLMError, LLMTimeoutError
@@ -131,6 +132,7 @@ class ModelReasoner:
         offered = [*CONTROL_TOOLS, *(spec.openai_schema() for spec in tools)]
         self.calls += 1
         reaching_the_model()
+        stages.stamp_current("model.ask")
         try:
             with anyio.fail_after(self._timeout):
                 result = await self._model.chat(

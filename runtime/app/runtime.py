@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import structlog
 from anyio.abc import TaskGroup
 
+from runtime import stages
 from runtime.app.compose import RunningBot, compose
 from runtime.app.control import Control
 from runtime.app.episodes import DriverStatistics, EpisodeDriver
@@ -222,6 +223,8 @@ class Runtime:
             log.info("duplicate_delivery", chat_id=message.chat_id, message_id=message.message_id)
             return
         self._messages += 1
+        if message.addressed:
+            stages.stamp(message.message_id, "runtime.entry")
         if self._siblings is not None and self._siblings.heard_from_sibling(message):
             self._hear_sibling(message)
             return
@@ -241,6 +244,8 @@ class Runtime:
         if not is_bot:
             core.activity.note(message)  # another bot's message keeps no chat alive
         core.room.note_message(message, thread_id, message.time)
+        if message.addressed:
+            stages.stamp(message.message_id, "runtime.ingested")
         if result.activation is not None:  # act now: the kernel made the ready activation
             self.bot.loop.start_episode(result.activation)
         else:

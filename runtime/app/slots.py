@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 import anyio
 
-__all__ = ["EpisodeSlots", "SlotStatistics", "holding", "leave_slot"]
+__all__ = ["EpisodeSlots", "GiveWay", "SlotStatistics", "gave_way", "holding", "leave_slot"]
 
 _leave: ContextVar[Callable[[], None] | None] = ContextVar("greywind_episode_slot", default=None)
+_giving: ContextVar[GiveWay | None] = ContextVar("greywind_give_way", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,37 @@ def holding(release: Callable[[], None]) -> Iterator[None]:
         yield
     finally:
         _leave.reset(token)
+
+
+class GiveWay:
+    """An unprompted episode that has not asked the model yet, under its chat's lock: a forced
+    episode of its chat arriving (:meth:`ask`) cancels it, so the @ is not kept waiting for its
+    context build and the model's answer. Inside :meth:`running`, :func:`gave_way` says whether it did."""
+
+    __slots__ = ("asked", "scope")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.asked = False
+
+    def ask(self) -> None:
+        self.asked = True
+        self.scope.cancel()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        token = _giving.set(self)
+        try:
+            with self.scope:
+                yield
+        finally:
+            _giving.reset(token)
+
+
+def gave_way() -> bool:
+    """The current episode is being cancelled to give way to a forced one of its chat."""
+    giving = _giving.get()
+    return giving is not None and giving.asked
 
 
 def leave_slot() -> None:

@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
+from runtime import stages
 from runtime.context._gather import gather
 from runtime.context.handoffs import handoff_slot
 from runtime.context.packet import (
@@ -284,6 +285,7 @@ class ContextBuilder:
             failed,
             chat_id,
         )
+        stages.stamp_current("context.thread")
         thread = resolution.thread if resolution is not None else None
         session: Session | None = None
         session_created = False
@@ -300,6 +302,7 @@ class ContextBuilder:
                 session_created = opened.created
                 handoff = opened.handoff  # delivered to a new session; an ongoing one looks it up below
 
+        stages.stamp_current("context.session")
         # Everything below reads independent parts: side by side, each failing alone.
         thread_id = thread.id if thread is not None else None
         calls: dict[str, Callable[[], Awaitable[Any]]] = {
@@ -326,6 +329,7 @@ class ContextBuilder:
             calls["summary"] = functools.partial(self._summaries.summary, chat_id, thread_id)
         names = list(calls)
         results = await gather([functools.partial(self._try, n, calls[n], failed, chat_id) for n in names])
+        stages.stamp_current("context.parts")
         got = dict(zip(names, results, strict=True))
         dialogue: tuple[DialogueTurn, ...] = got["dialogue"] or ()
         thread_slot: ThreadSlot | None = got["tasks"]
@@ -343,6 +347,7 @@ class ContextBuilder:
             )
             session = recorded or session
 
+        stages.stamp_current("context.turn")
         packet = ContextPacket(
             chat_id=chat_id,
             persona=self._persona,

@@ -22,6 +22,7 @@ import httpx
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from runtime import stages
 from runtime.llm.errors import (
     BadResponseError,
     LLMError,
@@ -193,6 +194,7 @@ class ChatClient:
         if extra_body:
             payload.update(extra_body)
         started = time.monotonic()
+        stages.stamp_current("model.post")
         wire, attempts = await self._post("/chat/completions", payload, WireChatCompletion, use_model)
         assert isinstance(wire, WireChatCompletion)
         return chat_result_from_wire(

@@ -1,5 +1,6 @@
 """The activation loop's slots with a scripted driver: a chat holds one slot, an @ never waits behind
-its own chat's unprompted episode, nor behind a model hanging elsewhere."""
+its own chat's unprompted episode (waiting for a slot, or not yet talking with the model), nor behind a
+model hanging elsewhere."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from runtime.app.alarm import Alarm
 from runtime.app.loop import ActivationLoop
 from runtime.app.slots import EpisodeSlots
-from runtime.urgency import AddressedWork
+from runtime.urgency import AddressedWork, reaching_the_model
 
 pytestmark = pytest.mark.anyio
 
@@ -22,14 +23,23 @@ class Driver:
 
     def __init__(self) -> None:
         self.started: list[str] = []
+        self.cancelled: list[str] = []
+        self.asking: set[str] = set()  # these call the model before they wait for their gate
         self.gates: dict[str, anyio.Event] = {}
 
     def gate(self, name: str) -> anyio.Event:
         return self.gates.setdefault(name, anyio.Event())
 
     async def run(self, activation: SimpleNamespace) -> None:
-        self.started.append(activation.event.id)
-        await self.gate(activation.event.id).wait()
+        name = activation.event.id
+        self.started.append(name)
+        if name in self.asking:
+            reaching_the_model()
+        try:
+            await self.gate(name).wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.append(name)
+            raise
 
     def settle_unrun(self, activation: SimpleNamespace, reason: str) -> None:
         raise AssertionError("not expected")
@@ -56,7 +66,7 @@ def loop_of(rt: SimpleNamespace) -> ActivationLoop:
 
 
 def activation(name: str, chat: str, *, forced: bool) -> SimpleNamespace:
-    event = SimpleNamespace(id=name, chat_id=chat, payload={"forced": forced})
+    event = SimpleNamespace(id=name, chat_id=chat, payload={"forced": forced}, kind="message")
     return SimpleNamespace(event=event, reason="forced" if forced else "scheduled")
 
 
@@ -108,5 +118,44 @@ async def test_an_at_goes_before_its_chats_unprompted_episode_waiting_for_a_slot
         stats = loop.statistics()
         assert (stats.running, stats.waiting_for_chat) == (0, 0)
         assert (stats.slots.in_use_shared, stats.slots.in_use_reserved) == (0, 0)  # type: ignore[union-attr]
+        loop.close()
+        tg.cancel_scope.cancel()
+
+
+async def test_an_at_does_not_wait_for_its_chats_unprompted_episode_that_has_not_asked_the_model() -> None:
+    rt = runtime(shared=2, reserved=1)
+    loop = loop_of(rt)
+    async with anyio.create_task_group() as tg:
+        loop.start(tg)
+        loop.start_episode(activation("building", "group:1", forced=False))  # type: ignore[arg-type]
+        await until(lambda: rt.driver.started == ["building"])  # building its context: no model yet
+        loop.start_episode(activation("at", "group:1", forced=True))  # type: ignore[arg-type]
+        await until(lambda: rt.driver.started == ["building", "at"])
+        assert rt.driver.cancelled == ["building"], "it gave way: the @ answers the chat"
+        rt.driver.gate("at").set()
+        with anyio.fail_after(2):
+            await loop.wait_idle()
+        assert loop.statistics().slots.in_use_shared == 0  # type: ignore[union-attr]
+        loop.close()
+        tg.cancel_scope.cancel()
+
+
+async def test_an_at_waits_for_its_chats_unprompted_episode_already_talking_with_the_model() -> None:
+    rt = runtime(shared=2, reserved=1)
+    loop = loop_of(rt)
+    rt.driver.asking.add("talking")
+    async with anyio.create_task_group() as tg:
+        loop.start(tg)
+        loop.start_episode(activation("talking", "group:1", forced=False))  # type: ignore[arg-type]
+        await until(lambda: rt.driver.started == ["talking"])
+        loop.start_episode(activation("at", "group:1", forced=True))  # type: ignore[arg-type]
+        await anyio.sleep(0.05)
+        assert rt.driver.started == ["talking"], "one episode speaks in a chat at a time"
+        rt.driver.gate("talking").set()
+        await until(lambda: rt.driver.started == ["talking", "at"])
+        assert rt.driver.cancelled == []
+        rt.driver.gate("at").set()
+        with anyio.fail_after(2):
+            await loop.wait_idle()
         loop.close()
         tg.cancel_scope.cancel()

@@ -8,6 +8,14 @@ other than a lock rolls back and raises ``StoreWriteError`` (the caller may retr
 Reads have a connection of their own (WAL: a reader never waits for a writer), so building a reply's
 context never queues behind a write that is stuck on a full disk or on another process's lock.
 
+Both connections are taken in turn through an :class:`~runtime.store.addressed_first.AddressedFirstLock`:
+an @ on its way to the model waits for the statement running, not for the queue. Its reads have a
+second read connection besides (whichever of the two is free): they never wait for another chat's
+search or the memory layer's long reads, and its context's parts are read two at a time. A transaction of
+plain statements (:meth:`SqliteBase._tx_in_thread`: the writer's batches, single upserts) is one trip
+to the connection's thread, ``BEGIN`` to ``COMMIT``: while the event loop is busy each trip waits
+for its turn there, and the write lock was held across six of them.
+
 A write waits at most ``[store] write_wait_ms`` for the database (this process's other writes and
 another connection's lock together), then raises ``StoreLockedError``. The writer task retries its
 batches with backoff; every other write fails fast, and the reply path carries on without it.
@@ -20,18 +28,21 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import structlog
 
 from runtime.config.store import StoreConfig
+from runtime.store.addressed_first import AddressedFirstLock
 from runtime.store.errors import StoreClosedError, StoreLockedError, StoreWriteError
 from runtime.store.sqlite.schema import is_locked_error, retrying
+from runtime.urgency import in_addressed_work
 
 log = structlog.get_logger("greywind.store")
 
 Body = Callable[[aiosqlite.Connection], Awaitable[None]]
+T = TypeVar("T")
 
 
 def placeholders(values: Collection[object]) -> str:
@@ -49,7 +60,7 @@ def upsert_sql(table: str, columns: str, key: str) -> str:
     )
 
 
-async def _acquire_within(lock: asyncio.Lock, seconds: float) -> bool:
+async def _acquire_within(lock: AddressedFirstLock, seconds: float) -> bool:
     """Take ``lock`` if it comes free within ``seconds``; never leaves it taken on failure or cancel."""
     if not lock.locked():
         await lock.acquire()
@@ -82,14 +93,17 @@ class SqliteBase:
         config: StoreConfig,
         version: int,
         reader: aiosqlite.Connection | None = None,
+        addressed_reader: aiosqlite.Connection | None = None,
     ) -> None:
         self._db = db
         self._reader = reader or db
+        self._addressed_reader = addressed_reader
         self._path = path
         self._config = config
         self._version = version
-        self._lock = asyncio.Lock()
-        self._read_lock = asyncio.Lock() if reader is not None else self._lock
+        self._lock = AddressedFirstLock()
+        self._read_lock = AddressedFirstLock() if reader is not None else self._lock
+        self._addressed_read_lock = AddressedFirstLock()
         self._busy_ms = config.busy_timeout_ms
         self._closed = False
         self._batches = 0
@@ -123,6 +137,9 @@ class SqliteBase:
                 except sqlite3.Error as exc:
                     log.warning("store.checkpoint_failed", path=str(self._path), error=str(exc))
                 finally:
+                    if self._addressed_reader is not None:
+                        async with self._addressed_read_lock:
+                            await self._addressed_reader.close()
                     if self._reader is not self._db:
                         async with self._read_lock:
                             await self._reader.close()
@@ -131,9 +148,13 @@ class SqliteBase:
             # Cut short (the shutdown's deadline passed, say behind a write waiting on a lock): the
             # connections' threads must not keep the process alive. Each closes its connection and
             # ends once the statement it is running returns.
-            for connection in {id(self._db): self._db, id(self._reader): self._reader}.values():
+            for connection in {id(c): c for c in self._connections()}.values():
                 connection.stop()
             raise
+
+    def _connections(self) -> list[aiosqlite.Connection]:
+        extra = [self._addressed_reader] if self._addressed_reader is not None else []
+        return [self._db, self._reader, *extra]
 
     async def _retry(self, what: str, op: Callable[[], Awaitable[Any]]) -> Any:
         return await retrying(
@@ -143,11 +164,21 @@ class SqliteBase:
     async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         self._check()
 
+        reader, lock = self._reader, self._read_lock
+        second = self._addressed_reader
+        # Addressed work reads on its own connection, unless that is busy and the shared one is free.
+        if (
+            second is not None
+            and in_addressed_work()
+            and (not self._addressed_read_lock.locked() or lock.locked())
+        ):
+            reader, lock = second, self._addressed_read_lock
+
         async def attempt() -> list[Any]:
             # One trip to the connection's thread (execute, fetch and close there), not three.
-            return list(await self._reader.execute_fetchall(sql, params))
+            return list(await reader.execute_fetchall(sql, params))
 
-        async with self._read_lock:
+        async with lock:
             result: list[Any] = await self._retry("read", attempt)
             return result
 
@@ -158,8 +189,55 @@ class SqliteBase:
     async def _tx(self, what: str, body: Body) -> None:
         """Run ``body`` inside one ``BEGIN IMMEDIATE`` transaction: all of it or none of it, within
         ``write_wait_ms`` (else ``StoreLockedError``)."""
-        self._check()
         db = self._db
+
+        async def attempt(busy: int) -> None:
+            if busy != self._busy_ms:
+                await db.execute(f"PRAGMA busy_timeout = {busy}")
+                self._busy_ms = busy
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                await body(db)
+                await db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    await db.execute("ROLLBACK")
+                raise
+
+        await self._locked_write(what, attempt)
+
+    async def _tx_in_thread(self, what: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Like :meth:`_tx` for a body of plain statements, ``work`` (run on the write connection's
+        thread): the whole transaction is one trip there."""
+        db = self._db
+
+        def transaction(connection: sqlite3.Connection, busy: int) -> T:
+            if busy != self._busy_ms:
+                connection.execute(f"PRAGMA busy_timeout = {busy}")
+                self._busy_ms = busy
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(connection)
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+            return result
+
+        async def attempt(busy: int) -> T:
+            # aiosqlite runs a function on its connection's thread with ``_execute`` (what its own
+            # methods use); ``_conn`` is its sqlite3 connection, used only there.
+            outcome: T = await db._execute(lambda: transaction(db._conn, busy))  # type: ignore[no-untyped-call]
+            return outcome
+
+        result: T = await self._locked_write(what, attempt)
+        return result
+
+    async def _locked_write(self, what: str, attempt: Callable[[int], Awaitable[T]]) -> T:
+        """One transaction (``attempt(busy_timeout_ms)``) under the write lock, retried while another
+        connection holds the database, all within ``write_wait_ms`` (else ``StoreLockedError``)."""
+        self._check()
         wait = self._config.write_wait_ms / 1000
         deadline = time.monotonic() + wait
         if not await _acquire_within(self._lock, wait):
@@ -168,7 +246,7 @@ class SqliteBase:
                 f"{what}: another write of this process held the database for {wait:g}s"
             ) from None
         try:
-            await self._attempts(what, body, db, deadline)
+            return await self._attempts(what, attempt, deadline)
         except StoreLockedError:
             self._failures += 1
             raise
@@ -178,46 +256,35 @@ class SqliteBase:
         finally:
             self._lock.release()
 
-    async def _attempts(self, what: str, body: Body, db: aiosqlite.Connection, deadline: float) -> None:
+    async def _attempts(self, what: str, attempt: Callable[[int], Awaitable[T]], deadline: float) -> T:
         backoff = self._config.lock_backoff_ms / 1000
-        for attempt in range(self._config.lock_retries + 1):
+        for tried in range(self._config.lock_retries + 1):
             left_ms = int((deadline - time.monotonic()) * 1000)
-            busy = max(1, min(self._config.busy_timeout_ms, left_ms))
-            if busy != self._busy_ms:
-                await db.execute(f"PRAGMA busy_timeout = {busy}")
-                self._busy_ms = busy
             try:
-                await db.execute("BEGIN IMMEDIATE")
-                try:
-                    await body(db)
-                    await db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        await db.execute("ROLLBACK")
-                    raise
-                return
+                return await attempt(max(1, min(self._config.busy_timeout_ms, left_ms)))
             except sqlite3.OperationalError as exc:
                 if not is_locked_error(exc):
                     raise
-                if attempt == self._config.lock_retries or time.monotonic() + backoff >= deadline:
+                if tried == self._config.lock_retries or time.monotonic() + backoff >= deadline:
                     raise StoreLockedError(
                         f"{what}: the database stayed locked by another connection "
-                        f"through {attempt + 1} attempt(s) ({exc})"
+                        f"through {tried + 1} attempt(s) ({exc})"
                     ) from exc
                 await asyncio.sleep(backoff)
                 backoff *= 2
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _execute(self, what: str, sql: str, params: Sequence[Any] = ()) -> int:
         """One write statement in its own transaction; returns the changed row count."""
-        changed = 0
 
-        async def body(db: aiosqlite.Connection) -> None:
-            nonlocal changed
-            cur = await db.execute(sql, params)
-            changed = cur.rowcount
-            await cur.close()
+        def statement(connection: sqlite3.Connection) -> int:
+            cursor = connection.execute(sql, params)
+            try:
+                return cursor.rowcount
+            finally:
+                cursor.close()
 
-        await self._tx(what, body)
+        changed: int = await self._tx_in_thread(what, statement)
         return changed
 
     async def _executemany(self, what: str, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -225,7 +292,4 @@ class SqliteBase:
             self._check()
             return
 
-        async def body(db: aiosqlite.Connection) -> None:
-            await db.executemany(sql, rows)
-
-        await self._tx(what, body)
+        await self._tx_in_thread(what, lambda connection: connection.executemany(sql, rows).close())

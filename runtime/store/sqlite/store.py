@@ -152,12 +152,16 @@ class SqliteStore(ContextTables, LayerTables):
         except BaseException:
             await db.close()
             raise
+        reader: aiosqlite.Connection | None = None
         try:
             reader = await _open_reader(file, config)
+            addressed_reader = await _open_reader(file, config)  # addressed work's own
         except BaseException:
+            if reader is not None:
+                await reader.close()
             await db.close()
             raise
-        store = cls(db, file, config, version, reader)
+        store = cls(db, file, config, version, reader, addressed_reader)
         store._message_count = await store.count_messages()
         log.info("store.opened", path=str(file), schema_version=version, messages=store._message_count)
         return store
@@ -236,18 +240,16 @@ class SqliteStore(ContextTables, LayerTables):
 
         count = self._message_count
 
-        async def body(db: aiosqlite.Connection) -> None:
-            nonlocal count
+        def body(connection: sqlite3.Connection) -> int:
             for sql, rows in runs:
-                await db.executemany(sql, rows)
-            if texts:
-                # Messages are never deleted and a repeated delivery takes no rowid: the top is the count.
-                async with db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages") as cur:
-                    row = await cur.fetchone()
-                count = int(row[0]) if row else count
+                connection.executemany(sql, rows).close()
+            if not texts:
+                return count
+            # Messages are never deleted and a repeated delivery takes no rowid: the top is the count.
+            row = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM messages").fetchone()
+            return int(row[0]) if row else count
 
-        await self._tx("write", body)
-        self._message_count = count
+        self._message_count = await self._tx_in_thread("write", body)
         self._batches += 1
         self._items += len(items)
 
