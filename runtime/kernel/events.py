@@ -214,6 +214,37 @@ class EventStore:
         from ``captured`` to ``state`` must be legal, and they count in ``statistics().transitions``
         as if made one by one along the shortest legal path. :class:`IllegalTransition` otherwise.
         """
+        return self.add(
+            kind,
+            chat_id,
+            now,
+            thread_id,
+            tuple(actor_ids),  # a tuple is returned as it is
+            tuple(evidence_message_ids),
+            not_before,
+            deadline,
+            priority,
+            payload,
+            state,
+        )
+
+    def add(
+        self,
+        kind: str,
+        chat_id: str,
+        now: float,
+        thread_id: str | None,
+        actor_ids: tuple[str, ...],
+        evidence_message_ids: tuple[str, ...],
+        not_before: float | None,
+        deadline: float | None,
+        priority: float,
+        payload: Mapping[str, object] | None,
+        state: EventState,
+        /,
+    ) -> BotEvent:
+        """:meth:`create` with every field given in order, the ids already tuples: the kernel makes
+        one event per message, and ten keyword arguments cost more than the event's own fields."""
         if state.__class__ is not EventState:
             state = EventState(state)
         moves = _MOVES_FROM_CAPTURED.get(state)
@@ -228,8 +259,8 @@ class EventStore:
             kind,
             chat_id,
             thread_id,
-            tuple(actor_ids),  # a tuple is returned as it is
-            tuple(evidence_message_ids),
+            actor_ids,
+            evidence_message_ids,
             now,
             now,
             now if not_before is None else not_before,

@@ -257,20 +257,22 @@ class Kernel:
         decision = attention.decision
         superseded: tuple[str, ...] = ()
         activate_at: float | None = None
-        create = self.events.create
+        add = self.events.add
         actors = (message.sender_id,)
         evidence = (message.message_id,)
         if decision is _LOW:
-            event = create(
-                kind=MESSAGE_KIND,
-                chat_id=chat_id,
-                now=now,
-                thread_id=thread_id,
-                actor_ids=actors,
-                evidence_message_ids=evidence,
-                priority=attention.score,
-                payload={"skip_reason": BOT_EXCHANGE} if held_back else None,
-                state=_SKIPPED,
+            event = add(
+                MESSAGE_KIND,
+                chat_id,
+                now,
+                thread_id,
+                actors,
+                evidence,
+                None,  # not_before: now
+                None,  # deadline
+                attention.score,
+                {"skip_reason": BOT_EXCHANGE} if held_back else None,
+                _SKIPPED,
             )
             action, reason = _RECORDED, BOT_EXCHANGE if held_back else "attention low"
         elif decision is _FORCED:
@@ -279,18 +281,18 @@ class Kernel:
             sched = s.scheduling
             high = decision is _HIGH
             activate_at = now + (sched.high_delay if high else sched.medium_delay)
-            event = create(
-                kind=MESSAGE_KIND,
-                chat_id=chat_id,
-                now=now,
-                thread_id=thread_id,
-                actor_ids=actors,
-                evidence_message_ids=evidence,
-                not_before=activate_at,
-                deadline=now + (sched.high_deadline if high else sched.medium_deadline),
-                priority=attention.score,
-                payload={"decision": _DECISION_VALUE[decision], "reasons": attention.reasons},
-                state=_WAITS,  # captured -> classified -> scheduled, counted as two moves
+            event = add(
+                MESSAGE_KIND,
+                chat_id,
+                now,
+                thread_id,
+                actors,
+                evidence,
+                activate_at,  # not_before
+                now + (sched.high_deadline if high else sched.medium_deadline),  # deadline
+                attention.score,  # priority
+                {"decision": _DECISION_VALUE[decision], "reasons": attention.reasons},
+                _WAITS,  # captured -> classified -> scheduled, counted as two moves
             )
             event = self.scheduler.schedule_event(event, now)
             action, reason = _SCHEDULED, _SCHEDULED_REASON[decision]
