@@ -73,6 +73,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from operator import itemgetter
 
 from runtime.kernel._build import builder
 from runtime.kernel._signals import looks_like_question
@@ -133,7 +134,9 @@ _DECISION_VALUE = {d: d.value for d in Decision}
 _SCHEDULED_REASON = {d: f"attention {d.value}" for d in Decision}
 # Positional builders (every field, set through the slots): made for every message.
 _attention_input = builder(AttentionInput)
+_TERM = itemgetter(1)  # KeywordHit.term, read in C (a comprehension is a frame of its own)
 _ingest_result = builder(IngestResult)
+_activation = builder(Activation)
 
 
 class Kernel:
@@ -239,7 +242,7 @@ class Kernel:
                 and now - last_speech < s.scheduling.recently_replied
             ),
             actor is not None and not actor.peek(now).allowed,  # budget_exhausted
-            tuple(dict.fromkeys([h.term for h in topical])) if topical else (),  # keywords
+            tuple(dict.fromkeys(map(_TERM, topical))) if topical else (),  # keywords
         )
         attention = score_attention(inp, self._chat_attention.get(chat_id, s.attention))
         held_back = bot_turns > 0 and bots.holds_back(chat_id, message.sender_id, bot_turns)
@@ -302,7 +305,7 @@ class Kernel:
             self.budgets.actor(chat_id).note_event(event.id)
             self._triggers[event.id] = message
             if action is _ACT_NOW:
-                act_now = Activation(event, _READY, reason, message)
+                act_now = _activation(event, _READY, reason, message)
         self._ingested += 1
         counts = self._counts
         # StrEnum members hash and compare as their values: statistics() reads them by value.
