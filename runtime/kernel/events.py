@@ -439,7 +439,10 @@ class EventStore:
 
     def _insert(self, event: BotEvent) -> None:
         self._events[event.id] = event
-        self._by_chat.setdefault(event.chat_id, {})[event.id] = None
+        ids = self._by_chat.get(event.chat_id)  # not setdefault(): that makes a dict every call
+        if ids is None:
+            ids = self._by_chat[event.chat_id] = {}
+        ids[event.id] = None
         self._counts[event.state] += 1
         if event.state in TERMINAL_STATES:
             if self._terminal and event.updated_at < next(reversed(self._terminal.values())):
@@ -460,7 +463,8 @@ class EventStore:
                 del self._by_chat[event.chat_id]
 
     def _enforce_count(self) -> None:
-        while len(self._terminal) > self._max_terminal:
-            oldest = next(iter(self._terminal))
+        terminal = self._terminal
+        while len(terminal) > self._max_terminal:
+            oldest, _ = terminal.popitem(last=False)
             self._remove(self._events[oldest])
             self._pruned += 1
