@@ -140,6 +140,13 @@ def _frozen_payload(payload: Mapping[str, object] | None) -> Mapping[str, object
     return MappingProxyType(dict(payload))
 
 
+def _taken_payload(payload: Mapping[str, object] | None) -> Mapping[str, object]:
+    """A payload the store takes over (:meth:`EventStore.add`): read-only, not copied."""
+    if not payload:
+        return _EMPTY_PAYLOAD
+    return payload if payload.__class__ is MappingProxyType else MappingProxyType(payload)
+
+
 class EventStore:
     """All events of the running bot, by id, with per-chat and per-state indexes."""
 
@@ -224,7 +231,7 @@ class EventStore:
             not_before,
             deadline,
             priority,
-            payload,
+            _frozen_payload(payload),  # a copy: the caller may go on using its mapping
             state,
         )
 
@@ -244,7 +251,11 @@ class EventStore:
         /,
     ) -> BotEvent:
         """:meth:`create` with every field given in order, the ids already tuples: the kernel makes
-        one event per message, and ten keyword arguments cost more than the event's own fields."""
+        one event per message, and ten keyword arguments cost more than the event's own fields.
+
+        The store takes ``payload`` over instead of copying it (pass a mapping nobody changes
+        afterwards, such as a dict made for the call).
+        """
         if state.__class__ is not EventState:
             state = EventState(state)
         moves = _MOVES_FROM_CAPTURED.get(state)
@@ -267,7 +278,7 @@ class EventStore:
             deadline,
             priority,
             state,
-            _frozen_payload(payload),
+            _taken_payload(payload),
         )
         self._insert(event)
         self._created += 1
