@@ -100,19 +100,30 @@ def _clamp01(value: float) -> float:
 
 
 class _Unwritten:
-    """The reasons of an :class:`Attention` not yet written out: its inputs, kept until asked.
+    """The reasons of an :class:`Attention` not yet written out: what scoring found, kept until asked.
 
-    Nearly every message is scored LOW and its reasons are never read (only ``/why``, the console
-    and the replay read them), while writing them costs most of scoring (a formatted float each).
-    The inputs are frozen, so the reasons written later are the ones scoring would have written.
+    Most messages are scored LOW and their reasons are never read (only ``/why``, the console and
+    the replay read them), while writing them costs more than the score itself (a formatted float
+    each). Scoring keeps the shares it added, so the reasons written later are the ones it would
+    have written; a message scored above LOW has its reasons written at once (its event carries
+    them).
     """
 
-    __slots__ = ("inp", "score", "weights")
+    __slots__ = ("decision", "inp", "keyword", "score", "silence", "thread", "weights")
 
-    def __init__(self, inp: AttentionInput, weights: AttentionWeights, score: float) -> None:
+    def __init__(
+        self,
+        inp: AttentionInput,
+        weights: AttentionWeights,
+        score: float,
+        decision: Decision,
+        shares: tuple[float, float, float],
+    ) -> None:
         self.inp = inp
         self.weights = weights
         self.score = score
+        self.decision = decision
+        self.keyword, self.thread, self.silence = shares
 
 
 class _Reasons:
@@ -133,7 +144,15 @@ class _Reasons:
             return self
         value = self._slot.__get__(obj, owner)
         if value.__class__ is _Unwritten:
-            value = _write_reasons(value.inp, value.weights, value.score)
+            value = _write_reasons(
+                value.inp,
+                value.weights,
+                value.score,
+                value.decision,
+                value.keyword,
+                value.thread,
+                value.silence,
+            )
             self._slot.__set__(obj, value)
         return value  # type: ignore[no-any-return]
 
@@ -154,7 +173,8 @@ _FORCED, _HIGH, _MEDIUM, _LOW = Decision.FORCED, Decision.HIGH, Decision.MEDIUM,
 def score_attention(inp: AttentionInput, weights: AttentionWeights) -> Attention:
     """Score a message's inputs; see the module docstring for what each input means.
 
-    The reasons are written out when first read (:class:`_Unwritten`): the same words either way.
+    A LOW attention writes its reasons when they are first read (:class:`_Unwritten`): the same
+    words either way.
     """
     score = 0.0
     if inp.direct and weights.direct:
@@ -182,40 +202,45 @@ def score_attention(inp: AttentionInput, weights: AttentionWeights) -> Attention
     elif score >= weights.medium:
         decision = _MEDIUM
     else:
-        decision = _LOW
-    return _attention(score, decision, _Unwritten(inp, weights, score))
+        return _attention(score, _LOW, _Unwritten(inp, weights, score, _LOW, (keyword, thread, silence)))
+    return _attention(
+        score, decision, _write_reasons(inp, weights, score, decision, keyword, thread, silence)
+    )
 
 
-def _write_reasons(inp: AttentionInput, weights: AttentionWeights, score: float) -> tuple[str, ...]:
-    """The reasons of a score :func:`score_attention` computed from ``inp`` (the shares again, in
-    the same order, so each term reads what it added)."""
+def _write_reasons(
+    inp: AttentionInput,
+    weights: AttentionWeights,
+    score: float,
+    decision: Decision,
+    keyword: float,
+    thread: float,
+    silence: float,
+) -> tuple[str, ...]:
+    """The reasons for ``score`` and ``decision``, with the keyword, thread and silence shares
+    :func:`score_attention` added (each reason says what its term added)."""
     reasons: list[str] = []
     if inp.forced:
         reasons.append("forced (addressed to the bot)")
     if inp.direct and weights.direct:
         reasons.append(f"direct +{weights.direct:.2f}")
-    keyword = _clamp01(inp.keyword_score) * weights.keyword
     if keyword > 0.0:
         named = ",".join(inp.keywords[:3]) + ("…" if len(inp.keywords) > 3 else "")
         reasons.append(f"keyword {named} +{keyword:.2f}" if named else f"keyword +{keyword:.2f}")
-    thread = _clamp01(inp.thread_continuity) * weights.thread
     if thread > 0.0:
         reasons.append(f"thread +{thread:.2f}")
     if inp.question and weights.question:
         reasons.append(f"question +{weights.question:.2f}")
-    silence = _clamp01(inp.silence_seconds / weights.silence_full) * weights.silence
     if silence >= 0.005:
         reasons.append(f"silence +{silence:.2f}")
     if inp.recently_replied and weights.recently_replied:
         reasons.append(f"recently replied -{weights.recently_replied:.2f}")
     if inp.budget_exhausted and weights.budget_exhausted:
         reasons.append(f"budget exhausted -{weights.budget_exhausted:.2f}")
-    if inp.forced:
-        pass
-    elif score >= weights.high:
+    if decision is _HIGH:
         reasons.append(f"score {score:.2f} >= high {weights.high:.2f}")
-    elif score >= weights.medium:
+    elif decision is _MEDIUM:
         reasons.append(f"score {score:.2f} >= medium {weights.medium:.2f}")
-    else:
+    elif decision is _LOW:
         reasons.append(f"score {score:.2f} < medium {weights.medium:.2f}")
     return tuple(reasons)

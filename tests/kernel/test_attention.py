@@ -121,8 +121,9 @@ def test_bad_weights_are_refused() -> None:
 
 
 def test_reasons_written_when_read_are_the_words_scoring_gives() -> None:
-    """Scoring leaves the reasons unwritten until read; read, they are the full words, and the
-    Attention equals, hashes and prints like one built with them (/why, the console, the replay)."""
+    """A LOW attention leaves its reasons unwritten until read; read, they are the full words, and
+    the Attention equals, hashes and prints like one built with them (/why, the console, the
+    replay). Above LOW they are written at once, in the same words."""
     inp = AttentionInput(
         direct=True,
         keyword_score=0.5,
@@ -133,21 +134,25 @@ def test_reasons_written_when_read_are_the_words_scoring_gives() -> None:
         recently_replied=True,
         budget_exhausted=True,
     )
-    att = score_attention(inp, W)
-    assert att.reasons == (
-        "direct +0.45",
+    shares = (
         "keyword 猫粮,原神,灰风… +0.15",
         "thread +0.10",
         "question +0.15",
         "silence +0.05",
         "recently replied -0.20",
         "budget exhausted -0.30",
-        "score 0.40 >= medium 0.35",
     )
-    assert att.reasons is att.reasons  # written once
-    written = Attention(att.score, att.decision, att.reasons)
-    unread = score_attention(inp, W)
-    assert unread == written
-    assert hash(score_attention(inp, W)) == hash(written)
-    assert repr(score_attention(inp, W)) == repr(written)
-    assert dataclasses.asdict(score_attention(inp, W))["reasons"] == att.reasons
+    medium = score_attention(inp, W)
+    assert medium.decision is Decision.MEDIUM
+    assert medium.reasons == ("direct +0.45", *shares, "score 0.40 >= medium 0.35")
+
+    quiet = dataclasses.replace(inp, direct=False)
+    low = score_attention(quiet, W)
+    assert low.decision is Decision.LOW
+    assert low.reasons == (*shares, "score 0.00 < medium 0.35")
+    assert low.reasons is low.reasons  # written once
+    written = Attention(low.score, low.decision, low.reasons)
+    assert score_attention(quiet, W) == written
+    assert hash(score_attention(quiet, W)) == hash(written)
+    assert repr(score_attention(quiet, W)) == repr(written)
+    assert dataclasses.asdict(score_attention(quiet, W))["reasons"] == low.reasons
