@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from runtime.kernel._build import builder
 from runtime.kernel.events import BotEvent, EventState, EventStore
 from runtime.kernel.outcomes import Activation, ActivationOutcome
 from runtime.kernel.scheduler import ActivationScheduler
@@ -22,6 +23,10 @@ MESSAGE_KIND = "message"
 # Reports waiting for due(); a caller that never calls due() loses the oldest, never memory.
 _MAX_REPORTS = 4_096
 _WAITING = frozenset({EventState.SCHEDULED, EventState.SNOOZED})
+# Bound once: an Enum class attribute lookup costs ~10x a global, and key() runs per scheduled message.
+_NONE, _THREAD = Supersede.NONE, Supersede.THREAD
+_SUPERSEDED = ActivationOutcome.SUPERSEDED
+_activation = builder(Activation)  # positional, through the slots: one per superseded message
 
 
 class Supersession:
@@ -39,9 +44,9 @@ class Supersession:
 
     def key(self, event: BotEvent) -> str | None:
         policy = self._policy
-        if policy is Supersede.NONE or event.kind != MESSAGE_KIND:
+        if policy is _NONE or event.kind != MESSAGE_KIND:
             return None
-        return event.thread_id if policy is Supersede.THREAD and event.thread_id else event.chat_id
+        return event.thread_id if policy is _THREAD and event.thread_id else event.chat_id
 
     def supersede(self, event: BotEvent, now: float) -> tuple[str, ...]:
         """``event`` (scheduled, or acted on now) replaces its key's pending activation."""
@@ -60,7 +65,7 @@ class Supersession:
             return ()
         skipped = self._events.get(old)
         if skipped is not None:
-            self._reports.append(Activation(skipped, ActivationOutcome.SUPERSEDED, reason))
+            self._reports.append(_activation(skipped, _SUPERSEDED, reason, None))
         self.total += 1
         return (old,)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, overload
 
 from runtime.kernel._build import builder
 from runtime.kernel.errors import InvalidSetting
@@ -98,52 +99,148 @@ def _clamp01(value: float) -> float:
     return 0.0
 
 
+class _Unwritten:
+    """The reasons of an :class:`Attention` not yet written out: what scoring found, kept until asked.
+
+    Most messages are scored LOW and their reasons are never read (only ``/why``, the console and
+    the replay read them), while writing them costs more than the score itself (a formatted float
+    each). Scoring keeps the shares it added, so the reasons written later are the ones it would
+    have written; a message scored above LOW has its reasons written at once (its event carries
+    them).
+    """
+
+    __slots__ = ("decision", "inp", "keyword", "score", "silence", "thread", "weights")
+
+    def __init__(
+        self,
+        inp: AttentionInput,
+        weights: AttentionWeights,
+        score: float,
+        decision: Decision,
+        shares: tuple[float, float, float],
+    ) -> None:
+        self.inp = inp
+        self.weights = weights
+        self.score = score
+        self.decision = decision
+        self.keyword, self.thread, self.silence = shares
+
+
+class _Reasons:
+    """``Attention.reasons``: the slot itself, written out on the first read when it holds an
+    :class:`_Unwritten` (the same tuple from then on, for equality, hashing, repr and fields alike)."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self._slot = slot  # the slot's member descriptor
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Reasons: ...
+    @overload
+    def __get__(self, obj: Attention, owner: type | None = None) -> tuple[str, ...]: ...
+    def __get__(self, obj: Attention | None, owner: type | None = None) -> tuple[str, ...] | _Reasons:
+        if obj is None:
+            return self
+        value = self._slot.__get__(obj, owner)
+        if value.__class__ is _Unwritten:
+            value = _write_reasons(
+                value.inp,
+                value.weights,
+                value.score,
+                value.decision,
+                value.keyword,
+                value.thread,
+                value.silence,
+            )
+            self._slot.__set__(obj, value)
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, obj: Attention, value: object) -> None:
+        self._slot.__set__(obj, value)
+
+    def __delete__(self, obj: Attention) -> None:
+        self._slot.__delete__(obj)
+
+
+setattr(Attention, "reasons", _Reasons(Attention.__dict__["reasons"]))  # noqa: B010  (after the class is made)
+
 _attention = builder(Attention)  # positional, through the slots: made for every message
 # Members bound once: an Enum class attribute lookup costs ~10x a global, and this runs per message.
 _FORCED, _HIGH, _MEDIUM, _LOW = Decision.FORCED, Decision.HIGH, Decision.MEDIUM, Decision.LOW
 
 
 def score_attention(inp: AttentionInput, weights: AttentionWeights) -> Attention:
-    """Score a message's inputs; see the module docstring for what each input means."""
+    """Score a message's inputs; see the module docstring for what each input means.
+
+    A LOW attention writes its reasons when they are first read (:class:`_Unwritten`): the same
+    words either way.
+    """
     score = 0.0
-    reasons: list[str] = []
-    if inp.forced:
-        reasons.append("forced (addressed to the bot)")
     if inp.direct and weights.direct:
         score += weights.direct
-        reasons.append(f"direct +{weights.direct:.2f}")
     keyword = _clamp01(inp.keyword_score) * weights.keyword
     if keyword > 0.0:
         score += keyword
-        named = ",".join(inp.keywords[:3]) + ("…" if len(inp.keywords) > 3 else "")
-        reasons.append(f"keyword {named} +{keyword:.2f}" if named else f"keyword +{keyword:.2f}")
     thread = _clamp01(inp.thread_continuity) * weights.thread
     if thread > 0.0:
         score += thread
-        reasons.append(f"thread +{thread:.2f}")
     if inp.question and weights.question:
         score += weights.question
-        reasons.append(f"question +{weights.question:.2f}")
     silence = _clamp01(inp.silence_seconds / weights.silence_full) * weights.silence
     if silence >= 0.005:  # smaller shares would read "+0.00"; they are left out of score and reasons
         score += silence
-        reasons.append(f"silence +{silence:.2f}")
     if inp.recently_replied and weights.recently_replied:
         score -= weights.recently_replied
-        reasons.append(f"recently replied -{weights.recently_replied:.2f}")
     if inp.budget_exhausted and weights.budget_exhausted:
         score -= weights.budget_exhausted
-        reasons.append(f"budget exhausted -{weights.budget_exhausted:.2f}")
     score = _clamp01(score)
     if inp.forced:
         decision = _FORCED
     elif score >= weights.high:
         decision = _HIGH
-        reasons.append(f"score {score:.2f} >= high {weights.high:.2f}")
     elif score >= weights.medium:
         decision = _MEDIUM
-        reasons.append(f"score {score:.2f} >= medium {weights.medium:.2f}")
     else:
-        decision = _LOW
+        return _attention(score, _LOW, _Unwritten(inp, weights, score, _LOW, (keyword, thread, silence)))
+    return _attention(
+        score, decision, _write_reasons(inp, weights, score, decision, keyword, thread, silence)
+    )
+
+
+def _write_reasons(
+    inp: AttentionInput,
+    weights: AttentionWeights,
+    score: float,
+    decision: Decision,
+    keyword: float,
+    thread: float,
+    silence: float,
+) -> tuple[str, ...]:
+    """The reasons for ``score`` and ``decision``, with the keyword, thread and silence shares
+    :func:`score_attention` added (each reason says what its term added)."""
+    reasons: list[str] = []
+    if inp.forced:
+        reasons.append("forced (addressed to the bot)")
+    if inp.direct and weights.direct:
+        reasons.append(f"direct +{weights.direct:.2f}")
+    if keyword > 0.0:
+        named = ",".join(inp.keywords[:3]) + ("…" if len(inp.keywords) > 3 else "")
+        reasons.append(f"keyword {named} +{keyword:.2f}" if named else f"keyword +{keyword:.2f}")
+    if thread > 0.0:
+        reasons.append(f"thread +{thread:.2f}")
+    if inp.question and weights.question:
+        reasons.append(f"question +{weights.question:.2f}")
+    if silence >= 0.005:
+        reasons.append(f"silence +{silence:.2f}")
+    if inp.recently_replied and weights.recently_replied:
+        reasons.append(f"recently replied -{weights.recently_replied:.2f}")
+    if inp.budget_exhausted and weights.budget_exhausted:
+        reasons.append(f"budget exhausted -{weights.budget_exhausted:.2f}")
+    if decision is _HIGH:
+        reasons.append(f"score {score:.2f} >= high {weights.high:.2f}")
+    elif decision is _MEDIUM:
+        reasons.append(f"score {score:.2f} >= medium {weights.medium:.2f}")
+    elif decision is _LOW:
         reasons.append(f"score {score:.2f} < medium {weights.medium:.2f}")
-    return _attention(score, decision, tuple(reasons))
+    return tuple(reasons)

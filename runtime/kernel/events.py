@@ -140,6 +140,13 @@ def _frozen_payload(payload: Mapping[str, object] | None) -> Mapping[str, object
     return MappingProxyType(dict(payload))
 
 
+def _taken_payload(payload: Mapping[str, object] | None) -> Mapping[str, object]:
+    """A payload the store takes over (:meth:`EventStore.add`): read-only, not copied."""
+    if not payload:
+        return _EMPTY_PAYLOAD
+    return payload if payload.__class__ is MappingProxyType else MappingProxyType(payload)
+
+
 class EventStore:
     """All events of the running bot, by id, with per-chat and per-state indexes."""
 
@@ -214,6 +221,41 @@ class EventStore:
         from ``captured`` to ``state`` must be legal, and they count in ``statistics().transitions``
         as if made one by one along the shortest legal path. :class:`IllegalTransition` otherwise.
         """
+        return self.add(
+            kind,
+            chat_id,
+            now,
+            thread_id,
+            tuple(actor_ids),  # a tuple is returned as it is
+            tuple(evidence_message_ids),
+            not_before,
+            deadline,
+            priority,
+            _frozen_payload(payload),  # a copy: the caller may go on using its mapping
+            state,
+        )
+
+    def add(
+        self,
+        kind: str,
+        chat_id: str,
+        now: float,
+        thread_id: str | None,
+        actor_ids: tuple[str, ...],
+        evidence_message_ids: tuple[str, ...],
+        not_before: float | None,
+        deadline: float | None,
+        priority: float,
+        payload: Mapping[str, object] | None,
+        state: EventState,
+        /,
+    ) -> BotEvent:
+        """:meth:`create` with every field given in order, the ids already tuples: the kernel makes
+        one event per message, and ten keyword arguments cost more than the event's own fields.
+
+        The store takes ``payload`` over instead of copying it (pass a mapping nobody changes
+        afterwards, such as a dict made for the call).
+        """
         if state.__class__ is not EventState:
             state = EventState(state)
         moves = _MOVES_FROM_CAPTURED.get(state)
@@ -228,15 +270,15 @@ class EventStore:
             kind,
             chat_id,
             thread_id,
-            tuple(actor_ids),  # a tuple is returned as it is
-            tuple(evidence_message_ids),
+            actor_ids,
+            evidence_message_ids,
             now,
             now,
             now if not_before is None else not_before,
             deadline,
             priority,
             state,
-            _frozen_payload(payload),
+            _taken_payload(payload),
         )
         self._insert(event)
         self._created += 1
@@ -408,7 +450,10 @@ class EventStore:
 
     def _insert(self, event: BotEvent) -> None:
         self._events[event.id] = event
-        self._by_chat.setdefault(event.chat_id, {})[event.id] = None
+        ids = self._by_chat.get(event.chat_id)  # not setdefault(): that makes a dict every call
+        if ids is None:
+            ids = self._by_chat[event.chat_id] = {}
+        ids[event.id] = None
         self._counts[event.state] += 1
         if event.state in TERMINAL_STATES:
             if self._terminal and event.updated_at < next(reversed(self._terminal.values())):
@@ -429,7 +474,8 @@ class EventStore:
                 del self._by_chat[event.chat_id]
 
     def _enforce_count(self) -> None:
-        while len(self._terminal) > self._max_terminal:
-            oldest = next(iter(self._terminal))
+        terminal = self._terminal
+        while len(terminal) > self._max_terminal:
+            oldest, _ = terminal.popitem(last=False)
             self._remove(self._events[oldest])
             self._pruned += 1

@@ -73,6 +73,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from operator import itemgetter
 
 from runtime.kernel._build import builder
 from runtime.kernel._signals import looks_like_question
@@ -133,7 +134,9 @@ _DECISION_VALUE = {d: d.value for d in Decision}
 _SCHEDULED_REASON = {d: f"attention {d.value}" for d in Decision}
 # Positional builders (every field, set through the slots): made for every message.
 _attention_input = builder(AttentionInput)
+_TERM = itemgetter(1)  # KeywordHit.term, read in C (a comprehension is a frame of its own)
 _ingest_result = builder(IngestResult)
+_activation = builder(Activation)
 
 
 class Kernel:
@@ -239,7 +242,7 @@ class Kernel:
                 and now - last_speech < s.scheduling.recently_replied
             ),
             actor is not None and not actor.peek(now).allowed,  # budget_exhausted
-            tuple(dict.fromkeys([h.term for h in topical])) if topical else (),  # keywords
+            tuple(dict.fromkeys(map(_TERM, topical))) if topical else (),  # keywords
         )
         attention = score_attention(inp, self._chat_attention.get(chat_id, s.attention))
         held_back = bot_turns > 0 and bots.holds_back(chat_id, message.sender_id, bot_turns)
@@ -257,20 +260,22 @@ class Kernel:
         decision = attention.decision
         superseded: tuple[str, ...] = ()
         activate_at: float | None = None
-        create = self.events.create
+        add = self.events.add
         actors = (message.sender_id,)
         evidence = (message.message_id,)
         if decision is _LOW:
-            event = create(
-                kind=MESSAGE_KIND,
-                chat_id=chat_id,
-                now=now,
-                thread_id=thread_id,
-                actor_ids=actors,
-                evidence_message_ids=evidence,
-                priority=attention.score,
-                payload={"skip_reason": BOT_EXCHANGE} if held_back else None,
-                state=_SKIPPED,
+            event = add(
+                MESSAGE_KIND,
+                chat_id,
+                now,
+                thread_id,
+                actors,
+                evidence,
+                None,  # not_before: now
+                None,  # deadline
+                attention.score,
+                {"skip_reason": BOT_EXCHANGE} if held_back else None,
+                _SKIPPED,
             )
             action, reason = _RECORDED, BOT_EXCHANGE if held_back else "attention low"
         elif decision is _FORCED:
@@ -279,18 +284,18 @@ class Kernel:
             sched = s.scheduling
             high = decision is _HIGH
             activate_at = now + (sched.high_delay if high else sched.medium_delay)
-            event = create(
-                kind=MESSAGE_KIND,
-                chat_id=chat_id,
-                now=now,
-                thread_id=thread_id,
-                actor_ids=actors,
-                evidence_message_ids=evidence,
-                not_before=activate_at,
-                deadline=now + (sched.high_deadline if high else sched.medium_deadline),
-                priority=attention.score,
-                payload={"decision": _DECISION_VALUE[decision], "reasons": attention.reasons},
-                state=_WAITS,  # captured -> classified -> scheduled, counted as two moves
+            event = add(
+                MESSAGE_KIND,
+                chat_id,
+                now,
+                thread_id,
+                actors,
+                evidence,
+                activate_at,  # not_before
+                now + (sched.high_deadline if high else sched.medium_deadline),  # deadline
+                attention.score,  # priority
+                {"decision": _DECISION_VALUE[decision], "reasons": attention.reasons},
+                _WAITS,  # captured -> classified -> scheduled, counted as two moves
             )
             event = self.scheduler.schedule_event(event, now)
             action, reason = _SCHEDULED, _SCHEDULED_REASON[decision]
@@ -300,7 +305,7 @@ class Kernel:
             self.budgets.actor(chat_id).note_event(event.id)
             self._triggers[event.id] = message
             if action is _ACT_NOW:
-                act_now = Activation(event, _READY, reason, message)
+                act_now = _activation(event, _READY, reason, message)
         self._ingested += 1
         counts = self._counts
         # StrEnum members hash and compare as their values: statistics() reads them by value.

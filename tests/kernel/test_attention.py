@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime.config import parse_config
-from runtime.kernel.attention import AttentionInput, AttentionWeights, Decision, score_attention
+from runtime.kernel.attention import Attention, AttentionInput, AttentionWeights, Decision, score_attention
 from runtime.kernel.errors import InvalidSetting
 
 W = AttentionWeights()
@@ -117,3 +118,41 @@ def test_boundaries_are_inclusive() -> None:
 def test_bad_weights_are_refused() -> None:
     with pytest.raises(InvalidSetting, match="attention"):
         AttentionWeights(high=0.3, medium=0.5)
+
+
+def test_reasons_written_when_read_are_the_words_scoring_gives() -> None:
+    """A LOW attention leaves its reasons unwritten until read; read, they are the full words, and
+    the Attention equals, hashes and prints like one built with them (/why, the console, the
+    replay). Above LOW they are written at once, in the same words."""
+    inp = AttentionInput(
+        direct=True,
+        keyword_score=0.5,
+        keywords=("猫粮", "原神", "灰风", "抽卡"),
+        thread_continuity=0.4,
+        question=True,
+        silence_seconds=900.0,
+        recently_replied=True,
+        budget_exhausted=True,
+    )
+    shares = (
+        "keyword 猫粮,原神,灰风… +0.15",
+        "thread +0.10",
+        "question +0.15",
+        "silence +0.05",
+        "recently replied -0.20",
+        "budget exhausted -0.30",
+    )
+    medium = score_attention(inp, W)
+    assert medium.decision is Decision.MEDIUM
+    assert medium.reasons == ("direct +0.45", *shares, "score 0.40 >= medium 0.35")
+
+    quiet = dataclasses.replace(inp, direct=False)
+    low = score_attention(quiet, W)
+    assert low.decision is Decision.LOW
+    assert low.reasons == (*shares, "score 0.00 < medium 0.35")
+    assert low.reasons is low.reasons  # written once
+    written = Attention(low.score, low.decision, low.reasons)
+    assert score_attention(quiet, W) == written
+    assert hash(score_attention(quiet, W)) == hash(written)
+    assert repr(score_attention(quiet, W)) == repr(written)
+    assert dataclasses.asdict(score_attention(quiet, W))["reasons"] == low.reasons

@@ -274,3 +274,40 @@ def test_random_moves_follow_the_table_exactly(moves: list[EventState]) -> None:
         assert store.require(event_id).state is state
     stats = store.statistics()
     assert (stats.live, stats.terminal) == ((0, 1) if state in TERMINAL_STATES else (1, 0))
+
+
+def test_add_in_order_makes_the_event_create_makes_and_create_still_copies_its_payload() -> None:
+    """The positional add() (the kernel's per-message path) and create() make the same event;
+    create() copies the payload it is given, so the caller's dict changing later changes nothing."""
+    by_create, by_add = EventStore(), EventStore()
+    payload: dict[str, object] = {"decision": "medium", "reasons": ("keyword 猫粮 +0.15",)}
+    created = by_create.create(
+        kind="message",
+        chat_id="group:1",
+        now=5.0,
+        thread_id="th-1",
+        actor_ids=["u1"],
+        evidence_message_ids=("m1",),
+        not_before=7.0,
+        deadline=65.0,
+        priority=0.4,
+        payload=payload,
+        state=EventState.SCHEDULED,
+    )
+    added = by_add.add(
+        "message",
+        "group:1",
+        5.0,
+        "th-1",
+        ("u1",),
+        ("m1",),
+        7.0,
+        65.0,
+        0.4,
+        dict(payload),
+        EventState.SCHEDULED,
+    )
+    assert added == created
+    assert by_add.statistics() == by_create.statistics()
+    payload["decision"] = "high"
+    assert created.payload["decision"] == "medium"
