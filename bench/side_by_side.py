@@ -22,7 +22,8 @@ Printed for each bot, and their ratio:
 - for ``bot.py`` also **@ -> model request** (the model server receiving the request);
 - **the longest event-loop stall** (the bots' own loop-lag monitors, read from ``/status`` and
   ``/lag`` in private) and the **longest full garbage collection**;
-- **RSS** every tenth of the stream and at the end.
+- **RSS** every tenth of the stream and at the end, and its growth per 1,000 messages over the
+  first and the second half (what is left of it once the caps are full).
 
 ``--baseline DIR`` drives a third bot, the ``bot.py`` of another tree (``git archive <commit> | tar -x
 -C DIR``), with its own model server: what a change bought, measured in one run. ``--soak`` is the
@@ -296,10 +297,23 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> None
             + " ".join(f"{mb:.0f}" for mb in target.rss)
             + f"; at the end {rss_mb(target.pid):.0f}"
         )
+        print(plateau_line(target.rss, args.messages))
     for target in targets:
         if bare is not None and target is not bare and per_message[bare.name]:
             ratio = per_message[target.name] / per_message[bare.name]
             print(f"CPU per message, {target.name} / {bare.name}: {ratio:.2f}x  (target <= 1.3x)")
+
+
+def plateau_line(rss: list[float], messages: int) -> str:
+    """RSS growth per 1,000 messages over the stream's first and last halves: a bounded process's
+    second figure falls toward 0 as its caps fill (docs/RUNTIME.md, "Memory bound")."""
+    if len(rss) < 5:
+        return "  RSS plateau: too few samples"
+    per_tenth = messages / 10 / 1000
+    half = len(rss) // 2
+    first = (rss[half] - rss[0]) / (half * per_tenth)
+    last = (rss[-1] - rss[half]) / ((len(rss) - 1 - half) * per_tenth)
+    return f"  RSS growth per 1,000 messages: first half {first:.2f} MB, second half {last:.2f} MB"
 
 
 def start_profile(args: argparse.Namespace, pid: int, seconds: float) -> subprocess.Popen[bytes] | None:

@@ -158,6 +158,7 @@ async def _open_storage(core: CoreParts, edge: EdgeContext, lifetime: Lifetime) 
         except (StoreError, ValueError):
             log.exception("chats_rebind_failed")  # the unbound chats stay; the next start tries again
     lifetime.add_async(core.router.aclose, name="model_router", deadline=STOP_ROUTER_WAIT)
+    core.router.open_clients()  # before serving: a client's first making holds the loop ~0.1 s
     writer = StoreWriter.from_config(store, config.store)
     lifetime.start("store_writer", writer.run)
 

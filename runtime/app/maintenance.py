@@ -3,7 +3,8 @@
 * save — every ``[runtime] save_interval_ms``: kernel events, lexicon changes, token counts;
 * learn — every ``[lexicon] learn_interval_ms``: the kernel's next batch of queued texts
   (``take_learning``; the queue holds ``[scheduling] learn_queue_max``) is segmented in a worker
-  thread (``prepare_learning``, jieba, no lexicon state) and applied on the loop (``apply_learning``);
+  thread (``prepare_learning``, jieba, no lexicon state) and applied on the loop (``apply_learning``)
+  a few chats' keys at a time (``LEARN_SLICE_TEXTS``), the loop free between them;
 * housekeeping — every ``[runtime] maintenance_interval_ms``: kernel prune, lexicon decay and expiry
   on one slice of the keys (the whole lexicon every ``lexicon_decay_slices`` ticks), session idle
   sweep (handoffs written for sessions past the idle timeout), chat-activity and ledger pruning, and
@@ -16,10 +17,11 @@ cancelled at stop before the store it uses closes.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
 
 import anyio
+import anyio.lowlevel
 import structlog
 
 from runtime.app.alarm import Alarm
@@ -28,15 +30,45 @@ from runtime.config.lexicon import LexiconConfig
 from runtime.context.sessions import SessionManager
 from runtime.extensions import ChatActivityLog, LifeDirector, LifeSettings
 from runtime.kernel.kernel import Kernel
+from runtime.kernel.lexicon.learning import LearningBatch, PreparedText
+from runtime.kernel.lexicon.terms import LexiconKey
 from runtime.lifetime import Lifetime
 from runtime.llm.tokens import TokenLedger
 from runtime.store.protocol import RestorePolicy
 from runtime.store.restore import prune_runtime_state
 from runtime.store.roles import EventRows
 
-__all__ = ["Maintenance", "MaintenanceStatistics"]
+__all__ = ["LEARN_SLICE_TEXTS", "Maintenance", "MaintenanceStatistics"]
 
 log = structlog.get_logger("greywind.maintenance")
+
+# A learning batch is applied on the loop in slices of whole keys of about this many texts: a full
+# batch (``learn_max_texts``, 1,000) over a few hundred chats held the loop tens of ms in one go.
+LEARN_SLICE_TEXTS = 100
+
+
+def learning_slices(batch: LearningBatch, size: int = LEARN_SLICE_TEXTS) -> Iterator[LearningBatch]:
+    """``batch`` cut at key boundaries into parts of at least ``size`` texts (the last may be
+    smaller), in order; applied one after another they learn what the whole batch learns."""
+    part: list[tuple[LexiconKey, tuple[PreparedText, ...]]] = []
+    count, first = 0, True
+    for item in batch.texts:
+        part.append(item)
+        count += len(item[1])
+        if count >= size:
+            yield _part(batch, part, first)
+            part, count, first = [], 0, False
+    if part or first:
+        yield _part(batch, part, first)
+
+
+def _part(
+    batch: LearningBatch, texts: list[tuple[LexiconKey, tuple[PreparedText, ...]]], first: bool
+) -> LearningBatch:
+    # The batch's own counts go with its first part, so a report summed over the parts is the batch's.
+    if first:
+        return replace(batch, texts=tuple(texts))
+    return replace(batch, texts=tuple(texts), skipped_texts=0, chars_read=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +150,10 @@ class Maintenance:
             return 0
         lexicon = self._kernel.lexicon
         batch = await anyio.to_thread.run_sync(lexicon.prepare_learning, by_key)
-        lexicon.apply_learning(batch, self._clock())
+        now = self._clock()
+        for part in learning_slices(batch):
+            lexicon.apply_learning(part, now)
+            await anyio.lowlevel.checkpoint()  # the messages that came meanwhile go first
         self._counts["learned_texts"] += take
         return take
 

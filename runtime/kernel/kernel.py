@@ -635,7 +635,7 @@ class Kernel:
             del self._last_message_at[chat_id]
         self.bots.prune(horizon)
         threads = self.threads
-        for thread_id in [t for t in self._match_keys if threads.get(t) is None]:
+        for thread_id in [t for t in self._match_keys if t not in threads]:
             del self._match_keys[thread_id]
         events = self.events
         for event_id in [e for e in self._triggers if (ev := events.get(e)) is None or ev.terminal]:

@@ -440,6 +440,10 @@ class ThreadTracker:
         thread = self._threads.get(thread_id)
         return None if thread is None else _snapshot(thread)
 
+    def __contains__(self, thread_id: object) -> bool:
+        """Whether ``thread_id`` is a live thread: :meth:`get` without building its snapshot."""
+        return thread_id in self._threads
+
     def recent(self, chat_id: str, now: float, limit: int = 8) -> list[ConversationThread]:
         """The chat's threads active within the horizon, most recent first."""
         chat = self._chats.get(chat_id)

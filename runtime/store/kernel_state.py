@@ -8,6 +8,7 @@ messages carry their conversation thread ids back into the ThreadTracker.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ from runtime.store.records import EventRecord, LexiconTermRecord, RuntimeState, 
 if TYPE_CHECKING:
     from runtime.kernel.kernel import Kernel
     from runtime.store.roles import LexiconRows
+
+# Term records made per turn of the event loop when saving lexicon changes.
+RECORDS_PER_TURN = 256
 
 
 def event_record(event: BotEvent) -> EventRecord:
@@ -110,8 +114,16 @@ def keyword_snapshots(records: Iterable[LexiconTermRecord]) -> list[KeywordSnaps
 
 
 async def save_lexicon_changes(store: LexiconRows, changes: LexiconChanges) -> int:
-    """Bring the stored lexicon up to date with ``DynamicLexicon.take_changes()``; returns rows touched."""
-    await store.save_lexicon_terms([term_record(key, term) for key, term in changes.changed])
+    """Bring the stored lexicon up to date with ``DynamicLexicon.take_changes()``; returns rows touched.
+
+    The records are made ``RECORDS_PER_TURN`` at a time with the loop let go between: after a
+    learning batch or a decay slice thousands of terms change at once."""
+    records: list[LexiconTermRecord] = []
+    for n, (key, term) in enumerate(changes.changed, 1):
+        records.append(term_record(key, term))
+        if n % RECORDS_PER_TURN == 0:
+            await asyncio.sleep(0)
+    await store.save_lexicon_terms(records)
     for key, text in changes.removed:
         await store.delete_lexicon_term(key.scope.value, key.owner, text)
     return len(changes.changed) + len(changes.removed)

@@ -51,3 +51,29 @@ async def test_segmentation_runs_in_a_worker_thread(data_dir: Path, monkeypatch:
         assert "组局" in await h.runtime.control.lexicon_list("group:500")
     assert threads
     assert threading.get_ident() not in threads
+
+
+async def test_a_batch_over_many_chats_is_applied_a_slice_at_a_time_and_learns_the_same(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    applied: list[int] = []
+    apply = DynamicLexicon.apply_learning
+
+    def noting(self: DynamicLexicon, batch: object, now: float) -> object:
+        applied.append(sum(len(texts) for _, texts in batch.texts))  # type: ignore[attr-defined]
+        return apply(self, batch, now)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DynamicLexicon, "apply_learning", noting)
+    chats, slice_texts = 60, 100  # maintenance.LEARN_SLICE_TEXTS
+    async with running(make_config(None), data_dir, model=False) as h:
+        for index in range(chats * 4):
+            await h.say(
+                f"周末的剧本杀谁组局 {index}", chat=f"group:{700 + index % chats}", sender=str(300 + index)
+            )
+        assert await h.runtime.maintenance.learn() == chats * 4
+        # The loop was let go between slices of whole chats, not held for the whole batch.
+        assert len(applied) >= chats * 4 // slice_texts
+        assert max(applied) <= slice_texts + 4
+        assert sum(applied) == chats * 4
+        for chat in (700, 700 + chats - 1):
+            assert "组局" in await h.runtime.control.lexicon_list(f"group:{chat}")

@@ -123,3 +123,39 @@ async def test_a_reply_after_a_restart_joins_the_thread_stored_before_it(tmp_pat
     fresh = after.ingest(ChatMessage("5", ChatKind.GROUP, "1", "erin", "erin", 2_000.0, "有人看球赛吗"))
     assert fresh.thread.created
     assert fresh.thread.thread_id not in {hike, gpu}
+
+
+async def test_saving_thousands_of_changed_terms_lets_the_loop_serve_meanwhile(tmp_path: Path) -> None:
+    import asyncio
+
+    from runtime.kernel.lexicon.terms import KeywordTerm, LexiconChanges
+    from runtime.store.kernel_state import save_lexicon_changes
+
+    key = LexiconKey(LexiconScope.GROUP, "group:1")
+    changes = LexiconChanges(tuple((key, KeywordTerm(f"词{n}", source="learned")) for n in range(3_000)), ())
+    turns = 0
+
+    async def other_chat() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    store = await SqliteStore.open(tmp_path / "greywind.db")
+    try:
+        ticker = asyncio.get_running_loop().create_task(other_chat())
+        await asyncio.sleep(0)
+        before = turns
+
+        class Counting:
+            async def save_lexicon_terms(self, records: list[object]) -> None:
+                self.during = turns - before  # turns the other task had while the records were made
+                await store.save_lexicon_terms(records)  # type: ignore[arg-type]
+
+        counting = Counting()
+        assert await save_lexicon_changes(counting, changes) == 3_000  # type: ignore[arg-type]
+        ticker.cancel()
+        assert counting.during >= 3_000 // 256
+        assert len(await store.load_lexicon_terms()) == 3_000
+    finally:
+        await store.close()
