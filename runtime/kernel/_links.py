@@ -31,10 +31,9 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from importlib import resources
-from itertools import islice
 from typing import TYPE_CHECKING
 
-from runtime.kernel._chatstate import ChatState, ThreadState
+from runtime.kernel._chatstate import ChatState, Probe, ThreadState
 
 if TYPE_CHECKING:
     from runtime.kernel.message import ChatMessage
@@ -163,36 +162,42 @@ def asks(text: str, max_chars: int) -> bool:
 
 
 def link_options(
-    chat: ChatState, message: ChatMessage, terms: tuple[str, ...], now: float, s: ThreadSettings
+    chat: ChatState,
+    message: ChatMessage,
+    terms: tuple[str, ...],
+    now: float,
+    s: ThreadSettings,
+    probe: Probe | None = None,
 ) -> LinkChoice:
-    """Every option's feature ids for ``message``: the candidate threads', then "new"'s."""
+    """Every option's feature ids for ``message``: the candidate threads', then "new"'s.
+
+    ``probe``: what the message reads of the chat, if read already (by the tracker, which asks the
+    signals too)."""
     threads = chat.threads
-    horizon = now - s.horizon
+    if probe is None:
+        probe = Probe(chat, message, terms, now, s)
+    horizon = probe.horizon
     sender = message.sender_id
     # The people signals: where the speaker last spoke / was last @-ed, where the named people last
     # spoke and last talked with the speaker.
-    own = chat.speakers.get(sender)
+    own = probe.own
     own_thread = own[0] if own is not None else None
     own_age = bisect_right(AGE_EDGES, now - own[1]) if own is not None else -1
-    asked = chat.addressed.get(sender)
+    asked = probe.asked
     asked_thread, asked_age = None, 0
     if asked is not None and asked[1] >= horizon:
         asked_thread, asked_age = asked[0], bisect_right(AGE_EDGES, now - asked[1])
     named: list[str] = []
     spoke_in: dict[str, int] = {}  # thread id -> mention code 3 (spoke there) or 4 (pair there)
-    for user in message.mentions:
-        if user == sender:
-            continue
+    for user, pair, spoke in probe.named:
         named.append(user)
-        spoke = chat.speakers.get(user)
-        if spoke is not None and spoke[1] >= horizon and spoke_in.get(spoke[0], 0) < 3:
+        if spoke is not None and spoke_in.get(spoke[0], 0) < 3:
             spoke_in[spoke[0]] = 3
-        pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
-        if pair is not None and pair[1] >= horizon:
+        if pair is not None:
             spoke_in[pair[0]] = 4
 
     candidates: list[ThreadState] = []
-    for thread in islice(reversed(threads.values()), s.max_candidates):
+    for thread in probe.tail:
         if thread.last_at < horizon:
             break
         candidates.append(thread)
@@ -205,13 +210,8 @@ def link_options(
                 candidates.append(extra)
                 seen.add(tid)
 
-    hits: dict[int, float] = {}
-    total = 0.0
-    if terms and candidates and chat.postings:
-        bits = 0
-        for thread in candidates:
-            bits |= thread.bit
-        hits, total = chat.term_hits(terms, bits)
+    hits = probe.hits
+    total = probe.total
 
     features: list[tuple[int, ...]] = []
     gap = s.gap
