@@ -135,6 +135,14 @@ _ROWS = tuple(
 )
 
 
+# Bucket lookups for the small counts read per candidate (an index instead of a bisection): the
+# bucket of a thread's size and of its distance in messages, below the last edge (at or above it:
+# the top bucket); and the people bucket (1, 2, 3, 4 or more participants; none counts as one).
+_SIZE_BUCKET = tuple(bisect_right(SIZE_EDGES, n) for n in range(SIZE_EDGES[-1]))
+_DISTANCE_BUCKET = tuple(bisect_right(DISTANCE_EDGES, n) for n in range(DISTANCE_EDGES[-1]))
+_PEOPLE_BUCKET = (0, 0, 1, 2)
+
+
 def load_weights() -> tuple[float, ...]:
     """The shipped weights, checked against the layout (a stale file is an error, not a guess)."""
     text = resources.files("runtime.kernel").joinpath("link_weights.json").read_text(encoding="utf-8")
@@ -202,31 +210,46 @@ def link_options(
             break
         candidates.append(thread)
     ranked = len(candidates)
-    seen = {thread.id for thread in candidates}
-    for tid in (own_thread, asked_thread, *spoke_in):
-        if tid is not None and tid not in seen:
-            extra = threads.get(tid)
-            if extra is not None and extra.last_at >= horizon:
-                candidates.append(extra)
-                seen.add(tid)
+    if own_thread is not None or asked_thread is not None or spoke_in:
+        seen = {thread.id for thread in candidates}
+        for tid in (own_thread, asked_thread, *spoke_in):
+            if tid is not None and tid not in seen:
+                extra = threads.get(tid)
+                if extra is not None and extra.last_at >= horizon:
+                    candidates.append(extra)
+                    seen.add(tid)
 
     hits = probe.hits
     total = probe.total
 
     features: list[tuple[int, ...]] = []
+    append = features.append
     gap = s.gap
     seq = chat.seq + 1  # this message's number
     asking = 1 if asks(message.text, s.max_feature_chars) else 0
     live = 0
+    top_size, top_distance = len(SIZE_EDGES), len(DISTANCE_EDGES)
     for rank, thread in enumerate(candidates):
         idle = now - thread.last_at
         if idle < gap:
             live += 1
-        rows = _ROWS[bisect_right(IDLE_EDGES, idle)]
+        (
+            row_rank,
+            row_speaker,
+            row_last,
+            row_addressed,
+            row_mention,
+            row_terms,
+            row_size,
+            row_distance,
+            row_question,
+            row_hits,
+            row_people,
+        ) = _ROWS[bisect_right(IDLE_EDGES, idle)]
         tid = thread.id
         participants = thread.participants
         speaker = 2 + own_age if tid == own_thread else 1 if sender in participants else 0
-        last = 1 if participants and next(reversed(participants)) == sender else 0
+        last = 1 if thread.last_sender == sender else 0
         addressed = 1 + asked_age if tid == asked_thread else 0
         if named:
             mention = spoke_in.get(tid, 0)
@@ -247,26 +270,29 @@ def link_options(
             else:
                 term = 2 + bisect_right(SHARE_EDGES, hit / total)
                 hit_bucket = 1 + bisect_right(HIT_EDGES, hit)
+        size = thread.count
+        distance = seq - thread.last_seq
         people = len(participants)
-        features.append(
+        append(
             (
-                rows[0] + (rank if rank < ranked and rank < RANKS else RANKS - 1),
-                rows[1] + speaker,
-                rows[2] + last,
-                rows[3] + addressed,
-                rows[4] + mention,
-                rows[5] + term,
-                rows[6] + bisect_right(SIZE_EDGES, thread.count),
+                row_rank + (rank if rank < ranked and rank < RANKS else RANKS - 1),
+                row_speaker + speaker,
+                row_last + last,
+                row_addressed + addressed,
+                row_mention + mention,
+                row_terms + term,
+                row_size + (_SIZE_BUCKET[size] if size < SIZE_EDGES[-1] else top_size),
                 _MENTION_TERMS + mention * _C_TERMS + term,
-                rows[7] + bisect_right(DISTANCE_EDGES, seq - thread.last_seq),
-                rows[8] + (4 if thread.last_question else 0) + 2 * last + asking,
-                rows[9] + hit_bucket,
+                row_distance
+                + (_DISTANCE_BUCKET[distance] if distance < DISTANCE_EDGES[-1] else top_distance),
+                row_question + (4 if thread.last_question else 0) + 2 * last + asking,
+                row_hits + hit_bucket,
                 _SPEAKER_MENTION + speaker * 5 + mention,
-                rows[10] + (people - 1 if 0 < people < 4 else 0 if people < 1 else 3),
+                row_people + (_PEOPLE_BUCKET[people] if people < 4 else 3),
             )
         )
     silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1
-    features.append(
+    append(
         (
             _NEW_GAP + silence * 4 + (2 if named else 0) + (1 if terms else 0),
             _NEW_LIVE + bisect_right(LIVE_EDGES, live),
@@ -282,16 +308,13 @@ def choose_link(choice: LinkChoice, weights: tuple[float, ...]) -> tuple[ThreadS
     for "new"; 0 with no candidate)."""
     features = choice.features
     look = weights.__getitem__
-    new_score = sum(map(look, features[-1]))
-    best_index = -1
-    best_score = float("-inf")
-    for index in range(len(features) - 1):
-        total = sum(map(look, features[index]))
-        if total > best_score:
-            best_index, best_score = index, total
-    if best_index < 0:
+    scores = [sum(map(look, option)) for option in features]
+    new_score = scores.pop()
+    if not scores:
         return None, "new", 0.0
+    best_score = max(scores)  # the first of equal scores: the most recent thread
     if best_score <= new_score:
         return None, "new", best_score - new_score
-    strongest = max(features[best_index], key=weights.__getitem__)
+    best_index = scores.index(best_score)
+    strongest = max(features[best_index], key=look)
     return choice.threads[best_index], _REASONS[strongest], best_score - new_score
