@@ -134,10 +134,13 @@ class ChatState:
                 # Only the candidates are scored: a busy chat's common words are used by dozens of
                 # threads. The hits dict's order does not matter: choose() reads it by rank.
                 shared = posting & candidates
-                while shared:
-                    low = shared & -shared
-                    hits[low] = hits.get(low, 0.0) + weight
-                    shared ^= low
+                if shared & (shared - 1):  # several candidates use it
+                    while shared:
+                        low = shared & -shared
+                        hits[low] = hits.get(low, 0.0) + weight
+                        shared ^= low
+                elif shared:  # one candidate: the usual case
+                    hits[shared] = hits.get(shared, 0.0) + weight
             else:
                 total += base
         return hits, total
@@ -325,16 +328,14 @@ class Probe:
             for thread in tail:
                 if thread.last_at >= horizon:
                     bits |= thread.bit
-            pointed = [entry[0] for entry in (own, asked) if entry is not None]
+            pointed = [own, asked]  # the threads the people signals point to
             for _, pair, spoke in named:
-                if pair is not None:
-                    pointed.append(pair[0])
-                if spoke is not None:
-                    pointed.append(spoke[0])
-            for tid in pointed:
-                extra = threads.get(tid)
-                if extra is not None and extra.last_at >= horizon:
-                    bits |= extra.bit
+                pointed += (pair, spoke)
+            for entry in pointed:
+                if entry is not None:
+                    extra = threads.get(entry[0])
+                    if extra is not None and extra.last_at >= horizon:
+                        bits |= extra.bit
             if bits:
                 self.hits, self.total = chat.term_hits(terms, bits)
 

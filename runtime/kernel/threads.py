@@ -52,7 +52,7 @@ from runtime.kernel._chatstate import (
     remember,
 )
 from runtime.kernel._features import extract_terms
-from runtime.kernel._links import SHARE_EDGES, asks, choose_link, link_options, load_weights
+from runtime.kernel._links import SHARE_EDGES, LinkWeights, asks, choose_link, link_options, load_weights
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.message import ChatMessage
@@ -255,7 +255,7 @@ class ThreadTracker:
         self._settings = settings or ThreadSettings()
         self._learned = self._settings.scorer == "learned"
         # The link scorer's weights: the shipped ones unless given (to compare other fits).
-        self._weights = link_weights if link_weights is not None else _shipped_weights()
+        self._weights = LinkWeights(link_weights) if link_weights is not None else _shipped_weights()
         self._ids = ids if ids is not None else counter_ids()
         self._chats: OrderedDict[str, ChatState] = OrderedDict()
         self._threads: dict[str, ThreadState] = {}
@@ -537,13 +537,13 @@ class ThreadTracker:
         self._threads.pop(thread.id, None)
 
 
-_WEIGHTS: list[tuple[float, ...]] = []
+_WEIGHTS: list[LinkWeights] = []
 
 
-def _shipped_weights() -> tuple[float, ...]:
+def _shipped_weights() -> LinkWeights:
     """The shipped link weights, read once per process."""
     if not _WEIGHTS:
-        _WEIGHTS.append(load_weights())
+        _WEIGHTS.append(LinkWeights(load_weights()))
     return _WEIGHTS[0]
 
 
