@@ -18,7 +18,7 @@ from runtime.kernel._chatstate import ChatState, Probe, ThreadState, choose
 from runtime.kernel._features import extract_terms
 from runtime.kernel._links import SHARE_EDGES, choose_link, link_options
 from runtime.kernel.message import ChatKind, ChatMessage
-from runtime.kernel.threads import ThreadSettings, ThreadTracker, _explicit
+from runtime.kernel.threads import ThreadSettings, ThreadTracker, _explicit, _shipped_weights
 
 WORDS = [
     "nas",
@@ -174,3 +174,32 @@ def test_one_walk_over_the_postings_gives_each_thread_what_its_own_would(seed: i
                 assert probe.hits.get(thread.bit) == hits.get(thread.bit)
                 assert probe.total == total or not probe.hits
         tracker.assign(message)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_scoring_by_codes_sums_the_weights_of_the_feature_ids(seed: int) -> None:
+    tracker = ThreadTracker()
+    s = tracker.settings
+    weights = _shipped_weights()
+    look = weights.flat.__getitem__
+    scored = 0
+    for message in stream(seed):
+        chat = tracker._chats.get(message.chat_id)
+        terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
+        if chat is not None and chat.threads:
+            choice = link_options(chat, message, terms, message.time, s)
+            features = choice.features
+            assert len(features) == len(choice.threads) + 1
+            assert features[-1] == choice.new
+            by_feature = [sum(map(look, option)) for option in features]
+            target, _, margin = choose_link(choice, weights)
+            best = max(by_feature[:-1], default=None)
+            if best is None:
+                assert (target, margin) == (None, 0.0)
+            else:
+                assert margin == best - by_feature[-1]
+                expected = choice.threads[by_feature.index(best)] if best > by_feature[-1] else None
+                assert target is expected
+                scored += 1
+        tracker.assign(message)
+    assert scored > 100
