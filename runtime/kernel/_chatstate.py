@@ -343,17 +343,21 @@ class Probe:
         """Whether the signals' choice can rest on QQ's structure (``threads._explicit``): false
         means it cannot, so the learned scorer need not ask the signals before choosing.
 
-        Each of ``_explicit``'s cases needs its premise here: "addressed" a remembered @ of the
-        sender (the signal is there only then); "mention" an @ of someone who talked with the
-        sender by @ within the horizon; "terms" a message with words from a newcomer; any other
-        reason the recency rule (``weight_recent >= join_threshold``).
+        Each of ``_explicit``'s cases needs its premise here: "addressed" an @ of the sender (or a
+        reply to them) that they have not spoken since, within ``addressed_span`` (the signal is
+        there only then: ``choose`` adds it under these conditions, and it fades to nothing at the
+        span); "mention" an @ of someone who talked with the sender by @ within the horizon;
+        "terms" a message with words from a newcomer; any other reason the recency rule
+        (``weight_recent >= join_threshold``).
         """
-        if s.weight_recent >= s.join_threshold or self.asked is not None:
+        if s.weight_recent >= s.join_threshold:
+            return True
+        own, asked = self.own, self.asked
+        if asked is not None and (own is None or asked[1] >= own[1]) and now - asked[1] < s.addressed_span:
             return True
         for _, pair, _ in self.named:
             if pair is not None:
                 return True
-        own = self.own
         return bool(terms) and (own is None or now - own[1] > s.horizon)
 
 
