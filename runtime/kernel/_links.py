@@ -265,14 +265,13 @@ def link_options(
             break
         candidates.append(thread)
     ranked = len(candidates)
-    if own_thread is not None or asked_thread is not None or spoke_in:
-        seen = {thread.id for thread in candidates}
-        for tid in (own_thread, asked_thread, *spoke_in):
-            if tid is not None and tid not in seen:
-                extra = threads.get(tid)
-                if extra is not None and extra.last_at >= horizon:
-                    candidates.append(extra)
-                    seen.add(tid)
+    # Then the threads the people point to, each once (a chat's thread objects are its ids': a
+    # scan of the dozen candidates by identity, not a set of their ids per message).
+    for tid in (own_thread, asked_thread, *spoke_in):
+        if tid is not None:
+            extra = threads.get(tid)
+            if extra is not None and extra.last_at >= horizon and extra not in candidates:
+                candidates.append(extra)
 
     hits = probe.hits
     total = probe.total
