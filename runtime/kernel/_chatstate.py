@@ -39,6 +39,7 @@ class ThreadState:
         "id",
         "last_at",
         "last_question",
+        "last_sender",
         "last_seq",
         "message_ids",
         "participants",
@@ -59,6 +60,8 @@ class ThreadState:
         # iterator per id.
         self.message_ids: list[str] = []
         self.participants: dict[str, float] = {}
+        # The sender of the latest message (the newest participant), None before the first.
+        self.last_sender: str | None = None
         # The thread's recent vocabulary as a log of term uses, oldest first: a term may appear more
         # than once, its last appearance is its last use. term_count counts the distinct terms.
         self.terms: list[str] = []
@@ -131,10 +134,13 @@ class ChatState:
                 # Only the candidates are scored: a busy chat's common words are used by dozens of
                 # threads. The hits dict's order does not matter: choose() reads it by rank.
                 shared = posting & candidates
-                while shared:
-                    low = shared & -shared
-                    hits[low] = hits.get(low, 0.0) + weight
-                    shared ^= low
+                if shared & (shared - 1):  # several candidates use it
+                    while shared:
+                        low = shared & -shared
+                        hits[low] = hits.get(low, 0.0) + weight
+                        shared ^= low
+                elif shared:  # one candidate: the usual case
+                    hits[shared] = hits.get(shared, 0.0) + weight
             else:
                 total += base
         return hits, total
@@ -271,43 +277,129 @@ def fade(age: float, span: float) -> float:
     return 1.0 - age / span if age < span else 0.0
 
 
+class Probe:
+    """What one message reads of its chat before it is placed: read once, used by both scorers.
+
+    The summed signals (:func:`choose`) and the learned link scorer (``_links.link_options``) look
+    up the same people (where the sender last spoke and was last @-ed; for each @ of someone else,
+    where that person last spoke and last talked with the sender by @), walk the same most recent
+    threads and read the same postings. The learned scorer consults the signals as well, so reading
+    all of it once saves a second walk over the postings of every message term.
+
+    ``hits`` is :meth:`ChatState.term_hits` over the bits of every thread either scorer may score
+    (the recent threads within the horizon and the threads the people point to): a thread's hit
+    sum does not depend on which other threads are scored with it, and the terms' total does not
+    depend on the candidates at all, so each scorer reads exactly what its own call would return.
+    """
+
+    __slots__ = ("asked", "hits", "horizon", "named", "own", "tail", "total")
+
+    def __init__(
+        self, chat: ChatState, message: ChatMessage, terms: tuple[str, ...], now: float, s: ThreadSettings
+    ) -> None:
+        threads = chat.threads
+        horizon = self.horizon = now - s.horizon
+        sender = message.sender_id
+        speakers = chat.speakers
+        self.own = own = speakers.get(sender)  # where the sender last spoke, however long ago
+        self.asked = asked = chat.addressed.get(sender)  # where they were last @-ed or replied to
+        # Per @ of someone else, in order: (user, their last exchange by @ with the sender, where
+        # they last spoke), each None unless within the horizon.
+        named: list[tuple[str, tuple[str, float] | None, tuple[str, float] | None]] = []
+        for user in message.mentions:
+            if user == sender:
+                continue
+            pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
+            spoke = speakers.get(user)
+            named.append(
+                (
+                    user,
+                    pair if pair is not None and pair[1] >= horizon else None,
+                    spoke if spoke is not None and spoke[1] >= horizon else None,
+                )
+            )
+        self.named = named
+        # Threads are kept in order of last activity: the ``max_candidates`` most recent, newest first.
+        self.tail = tail = list(islice(reversed(threads.values()), s.max_candidates))
+        self.hits: dict[int, float] = {}
+        self.total = 0.0
+        if terms and chat.postings:
+            bits = 0
+            for thread in tail:
+                if thread.last_at >= horizon:
+                    bits |= thread.bit
+            pointed = [own, asked]  # the threads the people signals point to
+            for _, pair, spoke in named:
+                pointed += (pair, spoke)
+            for entry in pointed:
+                if entry is not None:
+                    extra = threads.get(entry[0])
+                    if extra is not None and extra.last_at >= horizon:
+                        bits |= extra.bit
+            if bits:
+                self.hits, self.total = chat.term_hits(terms, bits)
+
+    def may_rule(self, terms: tuple[str, ...], now: float, s: ThreadSettings) -> bool:
+        """Whether the signals' choice can rest on QQ's structure (``threads._explicit``): false
+        means it cannot, so the learned scorer need not ask the signals before choosing.
+
+        Each of ``_explicit``'s cases needs its premise here: "addressed" an @ of the sender (or a
+        reply to them) that they have not spoken since, within ``addressed_span`` (the signal is
+        there only then: ``choose`` adds it under these conditions, and it fades to nothing at the
+        span); "mention" an @ of someone who talked with the sender by @ within the horizon;
+        "terms" a message with words from a newcomer; any other reason the recency rule
+        (``weight_recent >= join_threshold``).
+        """
+        if s.weight_recent >= s.join_threshold:
+            return True
+        own, asked = self.own, self.asked
+        if asked is not None and (own is None or asked[1] >= own[1]) and now - asked[1] < s.addressed_span:
+            return True
+        for _, pair, _ in self.named:
+            if pair is not None:
+                return True
+        return bool(terms) and (own is None or now - own[1] > s.horizon)
+
+
 def choose(
-    chat: ChatState, message: ChatMessage, terms: tuple[str, ...], now: float, s: ThreadSettings
+    chat: ChatState,
+    message: ChatMessage,
+    terms: tuple[str, ...],
+    now: float,
+    s: ThreadSettings,
+    probe: Probe | None = None,
 ) -> tuple[ThreadState | None, str, float]:
     """The best live thread for ``message`` and the signal that weighed most, or ``None`` for new.
 
     Per thread: the summed signals (``scores``); for the winner, the strongest single signal
-    (compared as ``(value, signal name)``), which names the reason.
+    (compared as ``(value, signal name)``), which names the reason. ``probe``: what the message
+    reads of the chat, if read already.
     """
     threads = chat.threads
     if not threads:
         return None, "new", 0.0
-    horizon = now - s.horizon
+    if probe is None:
+        probe = Probe(chat, message, terms, now, s)
     # The summed signals per thread, in the order the threads first scored (max() keeps the first
     # of equal scores). The strongest single signal, which names the reason, is looked for in the
     # winner's parts only (see _reason). Keyed by the thread objects, which hash by identity: a
     # thread id would be one more cold string to read per scoring thread.
     scores: dict[ThreadState, float] = {}
 
-    sender = message.sender_id
     people: list[tuple[str, float, str]] = []  # (thread id, value, signal) of the people signals
-    for user in message.mentions:
-        if user == sender:
-            continue
+    for _, pair, spoke in probe.named:
         # Two people who talked to each other before most likely go on in that thread; the @ also
         # pulls the message towards where the named person last spoke.
-        pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
-        if pair is not None and pair[1] >= horizon:
+        if pair is not None:
             people.append((pair[0], s.weight_pair, "mention"))
-        spoke = chat.speakers.get(user)
-        if spoke is not None and spoke[1] >= horizon:
+        if spoke is not None:
             people.append((spoke[0], s.weight_mention, "mention"))
     # The speaker's own recent activity counts too, fading over a few minutes so that someone back
     # after a pause may open a new topic.
-    own = chat.speakers.get(sender)
+    own = probe.own
     if own is not None:
         people.append((own[0], s.weight_speaker * fade(now - own[1], s.speaker_span), "speaker"))
-    asked = chat.addressed.get(sender)
+    asked = probe.asked
     if asked is not None and (own is None or asked[1] >= own[1]):
         people.append((asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed"))
     for tid, value, _ in people:
@@ -316,11 +408,10 @@ def choose(
             if scored is not None:
                 scores[scored] = scores.get(scored, 0.0) + value
 
-    # Threads are kept in order of last activity: only the ``max_candidates`` most recent are looked
-    # at, most recent first. Recency stops at the first one past the gap, and the term signal takes
-    # those within the horizon (their bits, and the threads in order, which fixes the order of the
-    # term signal below whatever the order of the hits).
-    tail = list(islice(reversed(threads.values()), s.max_candidates))
+    # Only the ``max_candidates`` most recent threads are looked at, most recent first. Recency
+    # stops at the first one past the gap, and the term signal takes those within the horizon (in
+    # order, which fixes the order of the term signal below whatever the order of the hits).
+    tail = probe.tail
     gap = s.gap
     recent = s.weight_recent / gap
     recency_values: dict[ThreadState, float] = {}
@@ -331,20 +422,15 @@ def choose(
         value = recent * (gap - idle) / rank
         scores[thread] = scores.get(thread, 0.0) + value
         recency_values[thread] = value
-    candidates = 0
-    ranked: list[ThreadState] = []
-    for thread in tail:
-        if thread.last_at >= horizon:
-            candidates |= thread.bit
-            ranked.append(thread)
     term_values: dict[ThreadState, float] = {}
-    if terms and candidates and chat.postings:
-        hits, total = chat.term_hits(terms, candidates)
-        if hits:
-            per_hit = s.weight_terms / total
-            # In candidate order, so that a tie between threads goes to the most recent one
-            # whatever the hash seed (max() keeps the first of equal scores).
-            for thread in ranked:
+    hits = probe.hits
+    if hits:
+        horizon = probe.horizon
+        per_hit = s.weight_terms / probe.total
+        # In candidate order, so that a tie between threads goes to the most recent one
+        # whatever the hash seed (max() keeps the first of equal scores).
+        for thread in tail:
+            if thread.last_at >= horizon:
                 hit = hits.get(thread.bit)
                 if hit is None:
                     continue

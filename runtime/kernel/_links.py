@@ -31,16 +31,25 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from importlib import resources
-from itertools import islice
+from operator import add, getitem
 from typing import TYPE_CHECKING
 
-from runtime.kernel._chatstate import ChatState, ThreadState
+from runtime.kernel._chatstate import ChatState, Probe, ThreadState
 
 if TYPE_CHECKING:
     from runtime.kernel.message import ChatMessage
     from runtime.kernel.threads import ThreadSettings
 
-__all__ = ["FEATURES", "TABLES", "LinkChoice", "asks", "choose_link", "link_options", "load_weights"]
+__all__ = [
+    "FEATURES",
+    "TABLES",
+    "LinkChoice",
+    "LinkWeights",
+    "asks",
+    "choose_link",
+    "link_options",
+    "load_weights",
+]
 
 # Bucket edges (seconds, counts, shares): a value falls in bucket bisect_right(edges, value).
 IDLE_EDGES = (30.0, 90.0, 150.0, 270.0, 450.0, 900.0, 1_500.0)  # 8 buckets
@@ -114,26 +123,42 @@ _C_DISTANCE = _COLS["idle_distance"]
 _C_HITS = _COLS["idle_hits"]
 
 
-# Per idle bucket, where its row starts in each idle-crossed table (in the order link_options uses).
-_ROWS = tuple(
-    tuple(
-        start + i * cols
-        for start, cols in (
-            (_IDLE_RANK, _C_RANK),
-            (_IDLE_SPEAKER, _C_SPEAKER),
-            (_IDLE_LAST, 2),
-            (_IDLE_ADDRESSED, _C_ADDRESSED),
-            (_IDLE_MENTION, 5),
-            (_IDLE_TERMS, _C_TERMS),
-            (_IDLE_SIZE, _C_SIZE),
-            (_IDLE_DISTANCE, _C_DISTANCE),
-            (_IDLE_QUESTION, 8),
-            (_IDLE_HITS, _C_HITS),
-            (_IDLE_PEOPLE, 4),
-        )
-    )
+# A candidate is described by 13 codes, one per candidate table in the order of TABLES; its feature
+# ids are each table's start for the candidate's idle bucket plus the code. The idle-crossed tables
+# start at the bucket's row; "mention_terms" and "speaker_mention" are read whole (their codes are
+# row * columns + column). Per idle bucket, the 13 starts:
+_CANDIDATE_TABLES = (
+    (_IDLE_RANK, _C_RANK),
+    (_IDLE_SPEAKER, _C_SPEAKER),
+    (_IDLE_LAST, 2),
+    (_IDLE_ADDRESSED, _C_ADDRESSED),
+    (_IDLE_MENTION, 5),
+    (_IDLE_TERMS, _C_TERMS),
+    (_IDLE_SIZE, _C_SIZE),
+    (_MENTION_TERMS, None),
+    (_IDLE_DISTANCE, _C_DISTANCE),
+    (_IDLE_QUESTION, 8),
+    (_IDLE_HITS, _C_HITS),
+    (_SPEAKER_MENTION, None),
+    (_IDLE_PEOPLE, 4),
+)
+_STARTS = tuple(
+    tuple(start if cols is None else start + i * cols for start, cols in _CANDIDATE_TABLES)
     for i in range(_IDLE)
 )
+# How many weights each code can reach from its start: a row, or a whole table.
+_SPANS = tuple(
+    cols if cols is not None else next(r * c for n, r, c, _ in TABLES if _OFFSETS[n] == start)
+    for start, cols in _CANDIDATE_TABLES
+)
+
+
+# Bucket lookups for the small counts read per candidate (an index instead of a bisection): the
+# bucket of a thread's size and of its distance in messages, below the last edge (at or above it:
+# the top bucket); and the people bucket (1, 2, 3, 4 or more participants; none counts as one).
+_SIZE_BUCKET = tuple(bisect_right(SIZE_EDGES, n) for n in range(SIZE_EDGES[-1]))
+_DISTANCE_BUCKET = tuple(bisect_right(DISTANCE_EDGES, n) for n in range(DISTANCE_EDGES[-1]))
+_PEOPLE_BUCKET = (0, 0, 1, 2)
 
 
 def load_weights() -> tuple[float, ...]:
@@ -147,13 +172,50 @@ def load_weights() -> tuple[float, ...]:
 
 
 class LinkChoice:
-    """The options for one message: the candidate threads, each option's features ("new" last)."""
+    """The options for one message: the candidate threads, each one's idle bucket and 13 codes, and
+    the feature ids of "new"."""
 
-    __slots__ = ("features", "threads")
+    __slots__ = ("codes", "idle", "new", "threads")
 
-    def __init__(self, threads: list[ThreadState], features: list[tuple[int, ...]]) -> None:
+    def __init__(
+        self,
+        threads: list[ThreadState],
+        idle: list[int],
+        codes: list[tuple[int, ...]],
+        new: tuple[int, ...],
+    ) -> None:
         self.threads = threads
-        self.features = features
+        self.idle = idle
+        self.codes = codes
+        self.new = new
+
+    def candidate_features(self, index: int) -> tuple[int, ...]:
+        """The feature ids of candidate ``index``."""
+        return tuple(map(add, _STARTS[self.idle[index]], self.codes[index]))
+
+    @property
+    def features(self) -> list[tuple[int, ...]]:
+        """Every option's feature ids: the candidates', then "new"'s (what the scorer is fitted on)."""
+        return [*map(self.candidate_features, range(len(self.threads))), self.new]
+
+
+class LinkWeights:
+    """The weights laid out for scoring: per idle bucket, for each of a candidate's 13 codes, the
+    weights it indexes (that bucket's row of an idle-crossed table, or the whole table).
+
+    A candidate's score is then its 13 weights summed in the order of its features, read with
+    ``map`` in C instead of an addition per feature id in Python: the same additions of the same
+    numbers, so the same score to the last bit.
+    """
+
+    __slots__ = ("by_idle", "flat")
+
+    def __init__(self, weights: tuple[float, ...]) -> None:
+        self.flat = weights
+        self.by_idle = tuple(
+            tuple(weights[start : start + span] for start, span in zip(starts, _SPANS, strict=True))
+            for starts in _STARTS
+        )
 
 
 def asks(text: str, max_chars: int) -> bool:
@@ -163,70 +225,73 @@ def asks(text: str, max_chars: int) -> bool:
 
 
 def link_options(
-    chat: ChatState, message: ChatMessage, terms: tuple[str, ...], now: float, s: ThreadSettings
+    chat: ChatState,
+    message: ChatMessage,
+    terms: tuple[str, ...],
+    now: float,
+    s: ThreadSettings,
+    probe: Probe | None = None,
 ) -> LinkChoice:
-    """Every option's feature ids for ``message``: the candidate threads', then "new"'s."""
+    """Every option's feature ids for ``message``: the candidate threads', then "new"'s.
+
+    ``probe``: what the message reads of the chat, if read already (by the tracker, which asks the
+    signals too)."""
     threads = chat.threads
-    horizon = now - s.horizon
+    if probe is None:
+        probe = Probe(chat, message, terms, now, s)
+    horizon = probe.horizon
     sender = message.sender_id
     # The people signals: where the speaker last spoke / was last @-ed, where the named people last
     # spoke and last talked with the speaker.
-    own = chat.speakers.get(sender)
+    own = probe.own
     own_thread = own[0] if own is not None else None
     own_age = bisect_right(AGE_EDGES, now - own[1]) if own is not None else -1
-    asked = chat.addressed.get(sender)
+    asked = probe.asked
     asked_thread, asked_age = None, 0
     if asked is not None and asked[1] >= horizon:
         asked_thread, asked_age = asked[0], bisect_right(AGE_EDGES, now - asked[1])
     named: list[str] = []
     spoke_in: dict[str, int] = {}  # thread id -> mention code 3 (spoke there) or 4 (pair there)
-    for user in message.mentions:
-        if user == sender:
-            continue
+    for user, pair, spoke in probe.named:
         named.append(user)
-        spoke = chat.speakers.get(user)
-        if spoke is not None and spoke[1] >= horizon and spoke_in.get(spoke[0], 0) < 3:
+        if spoke is not None and spoke_in.get(spoke[0], 0) < 3:
             spoke_in[spoke[0]] = 3
-        pair = chat.pairs.get((sender, user) if sender < user else (user, sender))
-        if pair is not None and pair[1] >= horizon:
+        if pair is not None:
             spoke_in[pair[0]] = 4
 
     candidates: list[ThreadState] = []
-    for thread in islice(reversed(threads.values()), s.max_candidates):
+    for thread in probe.tail:
         if thread.last_at < horizon:
             break
         candidates.append(thread)
     ranked = len(candidates)
-    seen = {thread.id for thread in candidates}
+    # Then the threads the people point to, each once (a chat's thread objects are its ids': a
+    # scan of the dozen candidates by identity, not a set of their ids per message).
     for tid in (own_thread, asked_thread, *spoke_in):
-        if tid is not None and tid not in seen:
+        if tid is not None:
             extra = threads.get(tid)
-            if extra is not None and extra.last_at >= horizon:
+            if extra is not None and extra.last_at >= horizon and extra not in candidates:
                 candidates.append(extra)
-                seen.add(tid)
 
-    hits: dict[int, float] = {}
-    total = 0.0
-    if terms and candidates and chat.postings:
-        bits = 0
-        for thread in candidates:
-            bits |= thread.bit
-        hits, total = chat.term_hits(terms, bits)
+    hits = probe.hits
+    total = probe.total
 
-    features: list[tuple[int, ...]] = []
+    idle_buckets: list[int] = []
+    codes: list[tuple[int, ...]] = []
     gap = s.gap
     seq = chat.seq + 1  # this message's number
     asking = 1 if asks(message.text, s.max_feature_chars) else 0
     live = 0
+    top_size, top_distance = len(SIZE_EDGES), len(DISTANCE_EDGES)
     for rank, thread in enumerate(candidates):
         idle = now - thread.last_at
         if idle < gap:
             live += 1
-        rows = _ROWS[bisect_right(IDLE_EDGES, idle)]
+        idle_buckets.append(bisect_right(IDLE_EDGES, idle))
         tid = thread.id
         participants = thread.participants
         speaker = 2 + own_age if tid == own_thread else 1 if sender in participants else 0
-        last = 1 if participants and next(reversed(participants)) == sender else 0
+        last = 1 if thread.last_sender == sender else 0
         addressed = 1 + asked_age if tid == asked_thread else 0
         if named:
             mention = spoke_in.get(tid, 0)
@@ -247,51 +312,50 @@ def link_options(
             else:
                 term = 2 + bisect_right(SHARE_EDGES, hit / total)
                 hit_bucket = 1 + bisect_right(HIT_EDGES, hit)
+        size = thread.count
+        distance = seq - thread.last_seq
         people = len(participants)
-        features.append(
+        codes.append(
             (
-                rows[0] + (rank if rank < ranked and rank < RANKS else RANKS - 1),
-                rows[1] + speaker,
-                rows[2] + last,
-                rows[3] + addressed,
-                rows[4] + mention,
-                rows[5] + term,
-                rows[6] + bisect_right(SIZE_EDGES, thread.count),
-                _MENTION_TERMS + mention * _C_TERMS + term,
-                rows[7] + bisect_right(DISTANCE_EDGES, seq - thread.last_seq),
-                rows[8] + (4 if thread.last_question else 0) + 2 * last + asking,
-                rows[9] + hit_bucket,
-                _SPEAKER_MENTION + speaker * 5 + mention,
-                rows[10] + (people - 1 if 0 < people < 4 else 0 if people < 1 else 3),
+                rank if rank < ranked and rank < RANKS else RANKS - 1,
+                speaker,
+                last,
+                addressed,
+                mention,
+                term,
+                _SIZE_BUCKET[size] if size < SIZE_EDGES[-1] else top_size,
+                mention * _C_TERMS + term,
+                _DISTANCE_BUCKET[distance] if distance < DISTANCE_EDGES[-1] else top_distance,
+                (4 if thread.last_question else 0) + 2 * last + asking,
+                hit_bucket,
+                speaker * 5 + mention,
+                _PEOPLE_BUCKET[people] if people < 4 else 3,
             )
         )
     silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1
-    features.append(
-        (
-            _NEW_GAP + silence * 4 + (2 if named else 0) + (1 if terms else 0),
-            _NEW_LIVE + bisect_right(LIVE_EDGES, live),
-            _NEW_OWN + (1 + own_age) * 4 + (2 if named else 0) + asking,
-        )
+    new = (
+        _NEW_GAP + silence * 4 + (2 if named else 0) + (1 if terms else 0),
+        _NEW_LIVE + bisect_right(LIVE_EDGES, live),
+        _NEW_OWN + (1 + own_age) * 4 + (2 if named else 0) + asking,
     )
-    return LinkChoice(candidates, features)
+    return LinkChoice(candidates, idle_buckets, codes, new)
 
 
-def choose_link(choice: LinkChoice, weights: tuple[float, ...]) -> tuple[ThreadState | None, str, float]:
+def choose_link(choice: LinkChoice, weights: LinkWeights) -> tuple[ThreadState | None, str, float]:
     """The best option under ``weights``: its thread (``None`` for new), the table that weighed most
     in it (its reason), and its margin over the runner-up side ("new" for a thread, the best thread
     for "new"; 0 with no candidate)."""
-    features = choice.features
-    look = weights.__getitem__
-    new_score = sum(map(look, features[-1]))
-    best_index = -1
-    best_score = float("-inf")
-    for index in range(len(features) - 1):
-        total = sum(map(look, features[index]))
-        if total > best_score:
-            best_index, best_score = index, total
-    if best_index < 0:
+    by_idle = weights.by_idle
+    scores = [
+        sum(map(getitem, by_idle[idle], codes)) for idle, codes in zip(choice.idle, choice.codes, strict=True)
+    ]
+    look = weights.flat.__getitem__
+    new_score = sum(map(look, choice.new))
+    if not scores:
         return None, "new", 0.0
+    best_score = max(scores)  # the first of equal scores: the most recent thread
     if best_score <= new_score:
         return None, "new", best_score - new_score
-    strongest = max(features[best_index], key=weights.__getitem__)
+    best_index = scores.index(best_score)
+    strongest = max(choice.candidate_features(best_index), key=look)
     return choice.threads[best_index], _REASONS[strongest], best_score - new_score

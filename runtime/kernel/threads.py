@@ -46,12 +46,13 @@ from runtime.kernel._chatstate import (
     MAX_PEOPLE,
     RECENT_MESSAGE_IDS,
     ChatState,
+    Probe,
     ThreadState,
     choose,
     remember,
 )
 from runtime.kernel._features import extract_terms
-from runtime.kernel._links import SHARE_EDGES, asks, choose_link, link_options, load_weights
+from runtime.kernel._links import SHARE_EDGES, LinkWeights, asks, choose_link, link_options, load_weights
 from runtime.kernel.errors import InvalidSetting
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.kernel.message import ChatMessage
@@ -254,7 +255,7 @@ class ThreadTracker:
         self._settings = settings or ThreadSettings()
         self._learned = self._settings.scorer == "learned"
         # The link scorer's weights: the shipped ones unless given (to compare other fits).
-        self._weights = link_weights if link_weights is not None else _shipped_weights()
+        self._weights = LinkWeights(link_weights) if link_weights is not None else _shipped_weights()
         self._ids = ids if ids is not None else counter_ids()
         self._chats: OrderedDict[str, ChatState] = OrderedDict()
         self._threads: dict[str, ThreadState] = {}
@@ -322,19 +323,29 @@ class ThreadTracker:
         s = self._settings
         if not chat.threads:
             return None, "new", 0.0
-        ruled = choose(chat, message, terms, now, s)
-        if ruled[0] is not None and _explicit(chat, message, ruled[1], now, s):
-            return ruled
-        target, reason, score = choose_link(link_options(chat, message, terms, now, s), self._weights)
-        if target is not None and target is ruled[0]:
-            reason = ruled[1]
+        # Both scorers read the same people, threads and postings: once (see Probe). The signals are
+        # asked first only when their choice can rest on QQ's structure; otherwise only where they
+        # may name the reason of the scorer's thread.
+        probe = Probe(chat, message, terms, now, s)
+        ruled = None
+        if probe.may_rule(terms, now, s):
+            ruled = choose(chat, message, terms, now, s, probe)
+            if ruled[0] is not None and _explicit(chat, message, ruled[1], now, s):
+                return ruled
+        choice = link_options(chat, message, terms, now, s, probe)
+        target, reason, score = choose_link(choice, self._weights)
+        if target is not None:
+            if ruled is None:
+                ruled = choose(chat, message, terms, now, s, probe)
+            if target is ruled[0]:
+                reason = ruled[1]
         if (
             target is not None
             and terms
             and reason not in ("mention", "addressed")
             and now - target.last_at > s.gap
             and not message.mentions
-            and _share(chat, terms, target) < SHARE_EDGES[0]
+            and _share(probe, target) < SHARE_EDGES[0]
         ):
             target, reason = None, "new"
         if target is None:
@@ -408,6 +419,7 @@ class ThreadTracker:
         participants[sender] = now
         if len(participants) > MAX_PARTICIPANTS:
             del participants[next(iter(participants))]
+        thread.last_sender = sender
         if terms:
             chat.learn(thread, terms, s.max_terms_per_thread)
         threads = chat.threads
@@ -529,13 +541,13 @@ class ThreadTracker:
         self._threads.pop(thread.id, None)
 
 
-_WEIGHTS: list[tuple[float, ...]] = []
+_WEIGHTS: list[LinkWeights] = []
 
 
-def _shipped_weights() -> tuple[float, ...]:
+def _shipped_weights() -> LinkWeights:
     """The shipped link weights, read once per process."""
     if not _WEIGHTS:
-        _WEIGHTS.append(load_weights())
+        _WEIGHTS.append(LinkWeights(load_weights()))
     return _WEIGHTS[0]
 
 
@@ -560,10 +572,11 @@ def _explicit(chat: ChatState, message: ChatMessage, reason: str, now: float, s:
     return s.weight_recent >= s.join_threshold
 
 
-def _share(chat: ChatState, terms: tuple[str, ...], thread: ThreadState) -> float:
-    """The rarity-weighted share of the message's ``terms`` that ``thread``'s vocabulary holds."""
-    hits, total = chat.term_hits(terms, thread.bit)
-    return hits.get(thread.bit, 0.0) / total if total else 0.0
+def _share(probe: Probe, thread: ThreadState) -> float:
+    """The rarity-weighted share of the message's terms that ``thread``'s vocabulary holds (a
+    thread the link scorer could choose, so one the probe read the postings for)."""
+    total = probe.total
+    return probe.hits.get(thread.bit, 0.0) / total if total else 0.0
 
 
 def _note_people(
