@@ -105,6 +105,7 @@ class SqliteBase:
         self._read_lock = AddressedFirstLock() if reader is not None else self._lock
         self._addressed_read_lock = AddressedFirstLock()
         self._busy_ms = config.busy_timeout_ms
+        self._locked_by: str | None = None  # the last write's lock error, until a write commits
         self._closed = False
         self._batches = 0
         self._items = 0
@@ -242,8 +243,10 @@ class SqliteBase:
         deadline = time.monotonic() + wait
         if not await _acquire_within(self._lock, wait):
             self._failures += 1
+            # Why that write held it so long, when it was the database's lock: the reason in the end.
+            why = f" ({self._locked_by})" if self._locked_by else ""
             raise StoreLockedError(
-                f"{what}: another write of this process held the database for {wait:g}s"
+                f"{what}: another write of this process held the database for {wait:g}s{why}"
             ) from None
         try:
             return await self._attempts(what, attempt, deadline)
@@ -261,10 +264,11 @@ class SqliteBase:
         for tried in range(self._config.lock_retries + 1):
             left_ms = int((deadline - time.monotonic()) * 1000)
             try:
-                return await attempt(max(1, min(self._config.busy_timeout_ms, left_ms)))
+                result = await attempt(max(1, min(self._config.busy_timeout_ms, left_ms)))
             except sqlite3.OperationalError as exc:
                 if not is_locked_error(exc):
                     raise
+                self._locked_by = f"locked by another connection: {exc}"
                 if tried == self._config.lock_retries or time.monotonic() + backoff >= deadline:
                     raise StoreLockedError(
                         f"{what}: the database stayed locked by another connection "
@@ -272,6 +276,9 @@ class SqliteBase:
                     ) from exc
                 await asyncio.sleep(backoff)
                 backoff *= 2
+            else:
+                self._locked_by = None
+                return result
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _execute(self, what: str, sql: str, params: Sequence[Any] = ()) -> int:
