@@ -29,9 +29,12 @@ Printed for each bot, and their ratio:
 -C DIR``), with its own model server: what a change bought, measured in one run. ``--soak`` is the
 60,000-message run (``--messages 60000``). ``--profile FILE`` records ``bot.py`` with
 py-spy (``--py-spy``, or ``py-spy`` on ``PATH``) over the stream, as collapsed stacks in ``FILE``.
+``--stall-trace FILE`` has ``bot.py`` sample its loop's stack whenever the loop is held past 40 ms
+(``runtime/stall_trace.py``), one JSON line per stall in ``FILE``, and prints the longest
+stalls with what ran during them.
 
     .venv/bin/python bench/side_by_side.py [--rate 200] [--messages 12000] [--groups 200] [--at-every 100]
-                                            [--soak] [--profile FILE] [--seed 7]
+                                            [--soak] [--profile FILE] [--stall-trace FILE] [--seed 7]
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from bench.e2e import (  # noqa: E402
     group_frame,
 )
 from runtime.stages import ENV as STAGE_TRACE  # noqa: E402
+from runtime.stall_trace import ENV as STALL_TRACE  # noqa: E402
 from tests.e2e.bot_process import BotProcess  # noqa: E402
 from tests.e2e.onebot_peer import OneBotPeer  # noqa: E402
 from tests.support import onebot_events as ob  # noqa: E402
@@ -304,6 +308,37 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> None
             print(f"CPU per message, {target.name} / {bare.name}: {ratio:.2f}x  (target <= 1.3x)")
 
 
+def stall_report(path: Path, *, stalls: int = 8, stacks: int = 3, frames: int = 8) -> None:
+    """The longest stalls ``bot.py`` traced: length, collections during it, the most sampled stacks
+    (their innermost ``frames`` frames)."""
+    if not path.exists():
+        print(f"stall trace: no {path}")
+        return
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    held = sorted((r["ms"] for r in records), reverse=True)
+    print(
+        f"stall trace: {len(records)} stalls past the threshold"
+        + (f", longest {held[0]:.0f} ms, p50 {percentile(held, 0.5):.0f} ms" if held else "")
+    )
+    started = min((r["monotonic"] for r in records), default=0.0)
+    for record in sorted(records, key=lambda r: -r["ms"])[:stalls]:
+        gcs = ", ".join(
+            f"gen{c['generation']} x{c['count']} {c['ms']:.0f} ms (CPU {c['cpu_ms']:.0f}, "
+            f"freed {c['collected']})"
+            for c in record["collections"]
+            if c["ms"] >= 1
+        )
+        print(
+            f"  {record['ms']:6.0f} ms at +{record['monotonic'] - started:5.0f} s, "
+            f"{record['samples']} samples; "
+            f"CPU over {record['window_ms']:.0f} ms: loop {record['loop_cpu_ms']:.0f}, "
+            f"process {record['process_cpu_ms']:.0f}" + (f"; collections: {gcs}" if gcs else "")
+        )
+        for stack, count in record["stacks"][:stacks]:
+            inner = stack.split(";")[-frames:]
+            print(f"    {count:>4}  " + " <- ".join(reversed(inner)))
+
+
 def plateau_line(rss: list[float], messages: int) -> str:
     """RSS growth per 1,000 messages over the stream's first and last halves: a bounded process's
     second figure falls toward 0 as its caps fill (docs/RUNTIME.md, "Memory bound")."""
@@ -365,7 +400,8 @@ async def run(args: argparse.Namespace) -> int:
         tmp = Path(processes.enter_context(tempfile.TemporaryDirectory(prefix="greywind-side-")))
         env = {"LOG_LEVEL": args.log_level}
         model = processes.enter_context(ModelProcess(tmp))
-        bot = greywind("bot.py", tmp / "bot", model, env, ROOT / "bot.py", args.breakdown)
+        bot_env = env if args.stall_trace is None else {**env, STALL_TRACE: str(args.stall_trace.resolve())}
+        bot = greywind("bot.py", tmp / "bot", model, bot_env, ROOT / "bot.py", args.breakdown)
         targets = [bot]
         if args.baseline is not None:
             (tmp / "baseline-model").mkdir()
@@ -405,6 +441,8 @@ async def run(args: argparse.Namespace) -> int:
                 for target in targets:
                     await read_stalls(target)
                 report(args, targets, took)
+                if args.stall_trace is not None:
+                    stall_report(args.stall_trace)
                 print(f"load average {os.getloadavg()[0]:.2f}")
         finally:
             for target in targets:
@@ -444,6 +482,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answer-within", type=float, default=30.0, help="seconds to wait for the last @s")
     parser.add_argument(
         "--breakdown", action="store_true", help="where each @ spent its time on the way to the model"
+    )
+    parser.add_argument(
+        "--stall-trace",
+        type=Path,
+        help="bot.py's loop stalls past 40 ms, with their stacks, here (JSON lines)",
     )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)

@@ -19,7 +19,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The runtime's packages by layer: a package imports only from lower layers (and from itself).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("config", "tools", "addressing", "quiet", "urgency", "stages", "unicode_safe", "logs", "lifetime"),
+    (
+        "config",
+        "tools",
+        "addressing",
+        "quiet",
+        "urgency",
+        "stages",
+        "stall_trace",
+        "unicode_safe",
+        "logs",
+        "lifetime",
+    ),
     ("kernel",),
     ("store", "llm", "ports", "groups", "quiet_history", "mcp"),
     ("episodes", "context", "commands"),

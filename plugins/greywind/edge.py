@@ -59,6 +59,7 @@ from plugins.greywind.outbound import (
     TokenBucket,
 )
 from plugins.greywind.restriction import RestrictionCircuits
+from runtime.stall_trace import StallTrace
 from runtime import stages
 from runtime.commands import FAILED, CommandCall
 from runtime.config import GreyWindConfig
@@ -167,6 +168,7 @@ class Edge:
         self.loop_lag = LoopLagMonitor()
         self.collector = CollectorPauses()
         self.collector_tuning = CollectorTuning()
+        self.stall_trace = StallTrace.from_env(self._env)  # off unless GREYWIND_STALL_TRACE is set
         self.context = EdgeContext(
             config=config,
             config_path=config_path,
@@ -236,6 +238,8 @@ class Edge:
         self.collector_tuning.apply()  # start-up is done: what it built lives as long as the process
         # Stalls and collections from here on, while serving (start-up's one collection is not one).
         task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
+        if self.stall_trace is not None:
+            task_group.start_soon(self.stall_trace.run, name="greywind-stall-trace")
         self.collector.install()
         log.info(
             "edge_started",
