@@ -12,9 +12,10 @@ garbage collection, so a long lag can be told apart from one.
 And kept short: :class:`CollectorTuning`, applied once start-up is done, freezes what start-up built
 (NoneBot, pydantic's schemas, the restored state: hundreds of thousands of objects that live as long
 as the process) out of the collector's walks, so a full collection walks only what came after, and
-raises the thresholds so young collections run every tens of thousands of allocations instead of
-every few messages. Undone at stop: what is frozen is never collected, so a process that starts an
-edge again (the tests do) must not keep freezing.
+sets the thresholds so young collections run every few thousand allocations instead of every few
+messages and the middle generation stays small (``COLLECTOR_THRESHOLDS``). Undone at stop: what is
+frozen is never collected, so a process that starts an edge again (the tests do) must not keep
+freezing.
 """
 
 from __future__ import annotations
@@ -35,11 +36,17 @@ __all__ = [
     "LoopLagStatistics",
 ]
 
-# gc.set_threshold's three numbers once start-up is done: a young collection per 20,000 net
-# allocations of tracked objects (the default 700 is one every few messages at a busy bot's rate),
-# a middle one per 20 young, and a full one considered per 50 middle ones (it still runs only when
-# the objects that survived since the last one are a quarter of those it walks).
-COLLECTOR_THRESHOLDS = (20_000, 20, 50)
+# gc.set_threshold's three numbers once start-up is done. A collection walks every object in the
+# generations it collects, with the loop stopped, and each message leaves objects that live on (its
+# event, its stored copy, its ``why`` result, its thread's state: about half of what a message
+# allocates survives a young collection). So the young and middle generations are kept small: a
+# young collection per 5,000 net allocations of tracked objects (the default 700 is one every few
+# messages at a busy bot's rate; 20,000 made each young collection walk ~24,000 objects and each
+# middle one, per 20 young, the survivors of all 20, ~260,000 objects: a 300 ms stall every ~17,000
+# messages), a middle one per 10 young (~30,000 objects), and a full one considered per 400 middle
+# ones, as rarely as before: one per 20 million allocations (it still runs only when the objects that
+# survived since the last one are a quarter of those it walks).
+COLLECTOR_THRESHOLDS = (5_000, 10, 400)
 
 
 @dataclass(frozen=True, slots=True)

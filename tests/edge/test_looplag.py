@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections import deque
 
 import anyio
 import pytest
@@ -77,3 +78,45 @@ def test_the_collector_tuning_freezes_start_up_and_undoes_itself() -> None:
     assert not tuning.applied
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+class _Kept:
+    """What a message leaves behind that lives on (an event, a stored copy): a tracked object."""
+
+    __slots__ = ("n", "parts")
+
+    def __init__(self, n: int, parts: list[int]) -> None:
+        self.n, self.parts = n, parts
+
+
+def test_no_collection_while_serving_walks_the_state_a_busy_bot_keeps() -> None:
+    """Each message leaves objects that live on, and a collection walks every object in the
+    generations it collects, with the loop stopped. With the tuning, the young and middle
+    generations stay small however much state the bot keeps, and no full collection runs."""
+    walked: list[tuple[int, int]] = []  # (generation, objects in the generations it collects)
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            generation = info["generation"]
+            walked.append((generation, sum(len(gc.get_objects(g)) for g in range(generation + 1))))
+
+    # The state, filling towards its caps (a full cap frees an old object per new one, and the
+    # collections run on the net growth of tracked objects).
+    state: deque[object] = deque(maxlen=500_000)
+    tuning = CollectorTuning()
+    tuning.apply()
+    gc.callbacks.append(note)
+    try:
+        for n in range(60_000):  # messages: each makes some garbage and keeps some objects
+            scratch = [[n, i] for i in range(10)]
+            kept = [_Kept(n, parts) for parts in scratch[:5]]
+            state.extend(kept)
+            state.append((n, kept[0], [n]))
+            del scratch, kept
+    finally:
+        gc.callbacks.remove(note)
+        tuning.undo()
+    assert len(state) == 360_000  # at the end: about 700,000 tracked objects of state
+    assert walked, "no collection ran"
+    assert all(generation < 2 for generation, _ in walked)
+    assert max(objects for _, objects in walked) <= 80_000  # a fifth of the state at most
