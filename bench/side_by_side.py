@@ -23,7 +23,8 @@ Printed for each bot, and their ratio:
 - **the longest event-loop stall** (the bots' own loop-lag monitors, read from ``/status`` and
   ``/lag`` in private) and the **longest full garbage collection**;
 - **RSS** every tenth of the stream and at the end, and its growth per 1,000 messages over the
-  first and the second half (what is left of it once the caps are full).
+  first and the second half (what is left of it once the caps are full); the **CPU per message** in
+  each tenth of the stream (a cost that grows with what is stored or held rises along it).
 
 ``--baseline DIR`` drives a third bot, the ``bot.py`` of another tree (``git archive <commit> | tar -x
 -C DIR``), with its own model server: what a change bought, measured in one run. ``--soak`` is the
@@ -98,6 +99,7 @@ class Target:
     cpu_start: float = 0.0
     cpu: float = 0.0
     rss: list[float] = field(default_factory=list)
+    cpu_marks: list[float] = field(default_factory=list)  # CPU seconds at the start and every tenth
     stall_ms: float = float("nan")
     gc_full: int = 0
     gc_longest_ms: float = float("nan")
@@ -165,6 +167,7 @@ async def drive(args: argparse.Namespace, targets: list[Target]) -> float:
         if n % tenth == 0:
             for target in targets:
                 target.rss.append(rss_mb(target.pid))
+                target.cpu_marks.append(cpu_seconds(target.pid))
     return time.monotonic() - started
 
 
@@ -302,6 +305,13 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> None
             + f"; at the end {rss_mb(target.pid):.0f}"
         )
         print(plateau_line(target.rss, args.messages))
+        if len(target.cpu_marks) > 1:
+            tenth = args.messages / (len(target.cpu_marks) - 1) / 1000  # thousands of messages
+            steps = zip(target.cpu_marks, target.cpu_marks[1:], strict=False)
+            print(
+                "  CPU ms per message by tenth of the stream: "
+                + " ".join(f"{(b - a) / tenth:.2f}" for a, b in steps)
+            )
     for target in targets:
         if bare is not None and target is not bare and per_message[bare.name]:
             ratio = per_message[target.name] / per_message[bare.name]
@@ -429,6 +439,7 @@ async def run(args: argparse.Namespace) -> int:
                 for target in targets:
                     target.rss.append(rss_mb(target.pid))
                     target.cpu_start = cpu_seconds(target.pid)
+                    target.cpu_marks.append(target.cpu_start)
                 spy = start_profile(args, bot.pid, args.messages / args.rate)
                 print(f"streaming {args.messages:,} messages at {args.rate:,.0f}/s ...")
                 took = await drive(args, targets)
