@@ -183,7 +183,11 @@ class EventStore:
         self._by_chat: dict[str, dict[str, None]] = {}
         # Terminal ids in the order they became terminal, so pruning pops from the front.
         self._terminal: OrderedDict[str, float] = OrderedDict()
-        # Set when a restore put a terminal event behind a newer one; prune sorts once then.
+        # Set when a restore put a terminal event behind a newer one; prune sorts once then. Only a
+        # restore: while serving, a message recorded as skipped at once carries its message's time
+        # (whole seconds) and a transition the clock's, so the order is off by a second here and
+        # there, which keeps such an event that much longer; sorting every terminal event at every
+        # prune for it held the loop for all of them each minute.
         self._terminal_unsorted = False
         self._counts: dict[EventState, int] = dict.fromkeys(EventState, 0)
         self._created = 0
@@ -411,13 +415,22 @@ class EventStore:
         old = self._events.get(event.id)
         if old is not None:
             self._remove(old)
+        terminal = self._terminal
+        if (
+            event.state in TERMINAL_STATES
+            and terminal
+            and event.updated_at < next(reversed(terminal.values()))
+        ):
+            self._terminal_unsorted = True
         self._insert(event)
         self._restored += 1
         if event.state in TERMINAL_STATES:
             self._enforce_count()
 
     def prune(self, now: float) -> int:
-        """Drop terminal events older than the retention age; returns how many went."""
+        """Drop terminal events older than the retention age; returns how many went. The work is
+        the events dropped, not the events kept (a sort of them all only after a restore that put
+        old ones behind newer ones)."""
         cutoff = now - self._keep_terminal_for
         if self._terminal_unsorted:
             self._terminal = OrderedDict(sorted(self._terminal.items(), key=lambda kv: kv[1]))
@@ -456,8 +469,6 @@ class EventStore:
         ids[event.id] = None
         self._counts[event.state] += 1
         if event.state in TERMINAL_STATES:
-            if self._terminal and event.updated_at < next(reversed(self._terminal.values())):
-                self._terminal_unsorted = True
             self._terminal[event.id] = event.updated_at
 
     def _remove(self, event: BotEvent) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -243,6 +244,33 @@ def test_prune_finds_old_events_restored_after_newer_ones() -> None:
     assert store.prune(now=520.0) == 1
     assert store.get("ev-old") is None
     assert store.get(fresh.id) is not None
+
+
+def test_prune_does_not_walk_every_kept_event_when_skips_and_transitions_interleave() -> None:
+    """While serving, a message recorded as skipped at once carries its message's time (whole
+    seconds) and a transition the clock's, so terminal events arrive a second out of order all the
+    time. Housekeeping prunes every minute on the loop: its work must be what it drops, not a sort of
+    every terminal event kept."""
+    store = EventStore(keep_terminal_for=3_600.0, max_terminal=200_000)
+    for i in range(50_000):
+        done = store.create(kind="message", chat_id="group:1", now=1_000.0 + i)
+        store.transition(done.id, S.EXPIRED, 1_000.5 + i)  # the clock's time
+        store.create(kind="message", chat_id="group:1", now=1_000.0 + i, state=S.SKIPPED)  # a message's
+    assert store.statistics().terminal == 100_000
+    spent = []
+    for minute in range(3):  # a minute's messages, then the minute's prune
+        at = 1_000.0 + 50_000 + minute
+        done = store.create(kind="message", chat_id="group:1", now=at)
+        store.transition(done.id, S.EXPIRED, at + 0.5)
+        store.create(kind="message", chat_id="group:1", now=at, state=S.SKIPPED)
+        started = time.thread_time()
+        assert store.prune(now=999.0 + 3_600.0) == 0  # nothing is old enough yet
+        spent.append(time.thread_time() - started)
+    assert min(spent) < 0.010, f"prune took {min(spent) * 1000:.0f} ms of CPU with nothing to drop"
+    # What is old enough still goes (an event behind one a second newer goes with it, at the next prune).
+    assert store.prune(now=1_000.0 + 3_600.0 + 1_000.0) == 2_000
+    assert store.prune(now=1_000.0 + 3_600.0 + 60_000.0) == 98_006
+    assert store.statistics().terminal == 0
 
 
 def test_statistics_count_states() -> None:
