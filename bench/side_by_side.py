@@ -32,7 +32,7 @@ Printed for each bot, and their ratio:
 py-spy (``--py-spy``, or ``py-spy`` on ``PATH``) over the stream, as collapsed stacks in ``FILE``.
 ``--stall-trace FILE`` has ``bot.py`` sample its loop's stack whenever the loop is held past 40 ms
 (``runtime/stall_trace.py``), one JSON line per stall in ``FILE``, and prints the longest
-stalls with what ran during them.
+stalls with what ran during them (a ``--baseline`` bot's in ``FILE-baseline``, printed after).
 
     .venv/bin/python bench/side_by_side.py [--rate 200] [--messages 12000] [--groups 200] [--at-every 100]
                                             [--soak] [--profile FILE] [--stall-trace FILE] [--seed 7]
@@ -349,6 +349,11 @@ def stall_report(path: Path, *, stalls: int = 8, stacks: int = 3, frames: int = 
             print(f"    {count:>4}  " + " <- ".join(reversed(inner)))
 
 
+def _baseline_trace(path: Path) -> Path:
+    """Where the ``--baseline`` bot writes its stall trace, beside ``path``."""
+    return path.with_name(f"{path.stem}-baseline{path.suffix}")
+
+
 def plateau_line(rss: list[float], messages: int) -> str:
     """RSS growth per 1,000 messages over the stream's first and last halves: a bounded process's
     second figure falls toward 0 as its caps fill (docs/RUNTIME.md, "Memory bound")."""
@@ -410,7 +415,10 @@ async def run(args: argparse.Namespace) -> int:
         tmp = Path(processes.enter_context(tempfile.TemporaryDirectory(prefix="greywind-side-")))
         env = {"LOG_LEVEL": args.log_level}
         model = processes.enter_context(ModelProcess(tmp))
-        bot_env = env if args.stall_trace is None else {**env, STALL_TRACE: str(args.stall_trace.resolve())}
+        bot_env, baseline_env = env, env
+        if args.stall_trace is not None:
+            bot_env = {**env, STALL_TRACE: str(args.stall_trace.resolve())}
+            baseline_env = {**env, STALL_TRACE: str(_baseline_trace(args.stall_trace).resolve())}
         bot = greywind("bot.py", tmp / "bot", model, bot_env, ROOT / "bot.py", args.breakdown)
         targets = [bot]
         if args.baseline is not None:
@@ -418,7 +426,9 @@ async def run(args: argparse.Namespace) -> int:
             second = processes.enter_context(ModelProcess(tmp / "baseline-model"))
             name = f"bot.py of {args.baseline}"
             targets.append(
-                greywind(name, tmp / "baseline", second, env, args.baseline / "bot.py", args.breakdown)
+                greywind(
+                    name, tmp / "baseline", second, baseline_env, args.baseline / "bot.py", args.breakdown
+                )
             )
         bare = Target(
             "bare NoneBot", BotProcess(tmp / "bare", env=env, script=ROOT / "bench" / "bare_bot.py")
@@ -454,6 +464,9 @@ async def run(args: argparse.Namespace) -> int:
                 report(args, targets, took)
                 if args.stall_trace is not None:
                     stall_report(args.stall_trace)
+                    if args.baseline is not None:
+                        print(f"the baseline's ({args.baseline}):")
+                        stall_report(_baseline_trace(args.stall_trace))
                 print(f"load average {os.getloadavg()[0]:.2f}")
         finally:
             for target in targets:
