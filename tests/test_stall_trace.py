@@ -28,7 +28,7 @@ async def test_a_held_loop_gets_one_record_naming_the_function_that_held_it(tmp_
     async with anyio.create_task_group() as tg:
         tg.start_soon(trace.run)
         await anyio.sleep(0.3)  # a free loop: nothing to record
-        hold_the_loop_in_a_long_save(0.3)  # noqa: ASYNC251 -- the point
+        hold_the_loop_in_a_long_save(0.3)
         await anyio.sleep(0.2)
         tg.cancel_scope.cancel()
     [stall] = records(tmp_path / "stalls.jsonl")
@@ -56,7 +56,9 @@ async def test_a_full_collection_during_a_stall_is_named_with_its_generation(tmp
         tg.cancel_scope.cancel()
     [stall] = records(tmp_path / "stalls.jsonl")
     full = [c for c in stall["collections"] if c["generation"] == 2]
-    assert full and full[0]["count"] >= 1 and full[0]["ms"] > 0
+    assert full
+    assert full[0]["count"] >= 1
+    assert full[0]["ms"] > 0
     assert any("test_a_full_collection_during_a_stall" in stack for stack, _ in stall["stacks"])
     assert trace._collect not in gc.callbacks  # stopped with the loop's task
 
@@ -65,7 +67,8 @@ def test_it_is_off_unless_the_variable_names_a_file(tmp_path: Path) -> None:
     assert StallTrace.from_env({}) is None
     assert StallTrace.from_env({ENV: ""}) is None
     trace = StallTrace.from_env({ENV: str(tmp_path / "s.jsonl"), THRESHOLD_ENV: "100"})
-    assert trace is not None and trace.path == tmp_path / "s.jsonl"
+    assert trace is not None
+    assert trace.path == tmp_path / "s.jsonl"
     assert trace._threshold == pytest.approx(0.1)
 
 

@@ -59,7 +59,6 @@ from plugins.greywind.outbound import (
     TokenBucket,
 )
 from plugins.greywind.restriction import RestrictionCircuits
-from runtime.stall_trace import StallTrace
 from runtime import stages
 from runtime.commands import FAILED, CommandCall
 from runtime.config import GreyWindConfig
@@ -69,6 +68,7 @@ from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
 from runtime.ports import StoresInbound
 from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED
+from runtime.stall_trace import StallTrace
 from runtime.urgency import AddressedWork
 
 __all__ = ["Edge", "EdgeStatistics", "model_hint", "model_is_configured"]
