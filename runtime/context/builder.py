@@ -17,8 +17,8 @@ With ``defer_writes`` the build's writes (the topic thread's row, the session's,
 behind the packet (:mod:`runtime.context.deferred`): the caller sends the model request at once and
 calls :meth:`ContextBuilder.settle` before it acts on the answer. A chat's next build waits for its
 last one's writes first, so every build reads what the ones before it wrote. Rows the build itself
-just decided are not read back: a thread made by this turn has no session, handoff or task to look
-up, and the thread's tasks are read once for the thread slot and retrieval together.
+just decided are not read back: a thread made by this turn has no session, handoff, task or memory
+to look up, and the thread's tasks are read once for the thread slot and retrieval together.
 """
 
 from __future__ import annotations
@@ -360,6 +360,7 @@ class ContextBuilder:
                 topic_thread_id=thread_id,
                 sender_id=trigger.sender_id if trigger is not None else None,
                 exclude_message_ids=frozenset({trigger.message_id}) if trigger is not None else frozenset(),
+                new_topic=created,
             )
             calls["retrieval"] = functools.partial(self._retrieval.retrieve, query, tasks_of=tasks_of)
         if self._profiles is not None and trigger is not None and not trigger.from_self:

@@ -362,7 +362,7 @@ class ThreadResolver:
     async def _conversation_topic(
         self, conversation_thread_id: str | None, chat_id: str, work: list[TopicThread]
     ) -> TopicThread | None:
-        if conversation_thread_id is None:
+        if conversation_thread_id is None or not work:  # no thread it could be in: nothing to read
             return None
         allowed = {t.id: t for t in work}
         remembered = self._conversations.get((chat_id, conversation_thread_id))

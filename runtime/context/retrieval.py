@@ -62,7 +62,8 @@ class Embedder(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RetrievalQuery:
-    """One retrieval. ``exclude_message_ids`` are already in the packet (the session's dialogue)."""
+    """One retrieval. ``exclude_message_ids`` are already in the packet (the session's dialogue);
+    ``new_topic``: the topic thread was made by this very turn, so nothing is stored under it yet."""
 
     chat_id: str
     text: str
@@ -75,6 +76,7 @@ class RetrievalQuery:
     tags: tuple[str, ...] | None = None
     since: float | None = None
     min_importance: float | None = None
+    new_topic: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +349,7 @@ class RetrievalEngine:
                 limit=self._settings.per_source,
             )
             reason = "按类型/标签/时间/重要度筛选"
-        elif query.topic_thread_id is not None:
+        elif query.topic_thread_id is not None and not query.new_topic:
             memories = await self._store.list_memories(
                 scopes=[(ScopeType.THREAD, query.topic_thread_id)],
                 min_importance=0.7,
