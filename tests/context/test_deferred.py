@@ -59,7 +59,7 @@ class Watched:
 
 def watched_runtime(store: Store) -> tuple[ContextRuntime, Watched]:
     watched = Watched(store)
-    return runtime(watched), watched  # type: ignore[arg-type]
+    return runtime(watched), watched
 
 
 async def test_a_deferred_build_makes_the_packet_a_build_that_writes_first_makes(tmp_path: Path) -> None:
