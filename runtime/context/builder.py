@@ -300,9 +300,11 @@ class ContextBuilder:
         chat_id = chat.chat_id
         text = trigger.text if trigger is not None else (cue or "")
         failed: list[str] = []
-        before = self._pending.pop(chat_id, None)
+        before = self._pending.get(chat_id)
         if before is not None:
             await before.wait()  # the chat's last build (an episode cut short) is still writing
+            if self._pending.get(chat_id) is before:
+                del self._pending[chat_id]
         writes = DeferredWrites(chat_id) if defer_writes else None
         if writes is not None:
             self._pending[chat_id] = writes

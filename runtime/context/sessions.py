@@ -128,7 +128,8 @@ def _stamp(when: float) -> str:
 
 
 class SessionManager:
-    """Creates, updates, interrupts and closes sessions; every change is written through to the store."""
+    """Creates, updates, interrupts and closes sessions; every change is written through to the store
+    (a turn's, when the builder defers them, behind its packet: :mod:`runtime.context.deferred`)."""
 
     __slots__ = ("_closed", "_counts", "_handoffs", "_ids", "_locks", "_settings", "_store")
 
