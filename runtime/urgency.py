@@ -12,7 +12,8 @@ build cannot stall chatter for long.
 
 The store serves the marked work first too (:func:`in_addressed_work`): its reads and writes wait for
 the statement the database is running, not for everything the writer, the memory layer and the
-other chats' episodes have queued in front of it.
+other chats' episodes have queued in front of it. Writes the work leaves behind it on a task of their
+own (its context's rows, written beside the model call) keep that place (:func:`left_behind`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "addressed",
     "before_the_model",
     "in_addressed_work",
+    "left_behind",
     "reaching_the_model",
 ]
 
@@ -132,3 +134,25 @@ def in_addressed_work() -> bool:
     seconds at most); tasks it spawned meanwhile count as it does."""
     mark = _mark.get()
     return mark is not None and mark.holds()
+
+
+def left_behind() -> contextlib.AbstractContextManager[None]:
+    """Taken by addressed work for what it leaves running behind it (its context's writes, on a task
+    of their own), and entered there: the store goes on serving that first once the work has reached
+    the model, for what is left of :data:`HOLD_LIMIT`. Chatter does not wait for it (the frame
+    guard's marks are the work's own and end as they did)."""
+    mark = _mark.get()
+    if mark is None or not mark.holds():
+        return contextlib.nullcontext()
+    kept = _Mark(lambda: None, mark.clock)
+    kept.began = mark.began
+    return _marked(kept)
+
+
+@contextlib.contextmanager
+def _marked(mark: _Mark) -> Iterator[None]:
+    token = _mark.set(mark)
+    try:
+        yield
+    finally:
+        _mark.reset(token)

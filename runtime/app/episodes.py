@@ -13,6 +13,8 @@ Before any model work: the chat's send gate (a platform ban or a quiet period: n
 nothing is deliberated), a configured model, the chat's daily token cap (forced replies pass), and for
 proactive wakes the director's "still live, not quiet hours". Only then is the context packet built —
 here and nowhere else — and the model asked through :class:`~runtime.app.reasoner.ModelReasoner`.
+The packet's own writes (its topic thread, session and the user's turn) go on beside the model
+request; the episode waits for them before it acts on the answer (:mod:`runtime.context.deferred`).
 
 Outcomes: ``replied`` -> Outbound send (gates, splitting, rate limit, one retry) -> speech recorded
 (budget and store) -> the session records the reply -> the memory injector counts a round;
@@ -92,6 +94,10 @@ _RETRYABLE = frozenset({"no_connection", "failed", "restricted"})
 GRACEFUL_CHATS_KEPT = 4_096
 # Runs a guard ended (see ``runtime.episodes.loop``); a forced one answers with ``[runtime] guard_message``.
 GUARD_OUTCOMES = frozenset({OutcomeKind.FAILED, OutcomeKind.STEP_LIMIT})
+# The longest an episode waits for its packet's writes once the model answered (seconds). Each write
+# gives up within ``[store] write_wait_ms``; this only keeps a store that hangs from holding the
+# episode, and a stop, for ever.
+WRITES_WAIT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,6 +501,7 @@ class EpisodeDriver:
             reason=reason,
             conversation_thread_id=episode.thread_id or event.thread_id,
             cue=cue,
+            defer_writes=True,
         )
         if trigger is not None and rt.memory is not None:
             # Learning the speaker's profile is no reason to keep the model waiting.
@@ -515,19 +522,28 @@ class EpisodeDriver:
             temperature=app.temperature,
             max_tokens=app.max_reply_tokens,
             timeout=rt.config.episodes.model_timeout_ms / 1000,
+            before_acting=built.written,
         )
         bound.info(
             "episode_start", reason=reason.value, forced=forced, prompt_tokens=prompt.tokens, run=episode.run
         )
-        outcome = await run_episode(
-            episode,
-            reasoner,
-            rt.tools,
-            clock=rt.clock_obj,
-            settings=rt.episode_settings,
-            permissions=(*PERMISSIONS, *rt.tool_grants(chat_id)),
-            quotes=self._quotable,
-        )
+        try:
+            outcome = await run_episode(
+                episode,
+                reasoner,
+                rt.tools,
+                clock=rt.clock_obj,
+                settings=rt.episode_settings,
+                permissions=(*PERMISSIONS, *rt.tool_grants(chat_id)),
+                quotes=self._quotable,
+            )
+        finally:
+            # The packet's writes (topic thread, session, the user's turn) went on beside the model
+            # request; whatever comes of the episode, a reply above all, comes after them.
+            with anyio.CancelScope(shield=True, deadline=anyio.current_time() + WRITES_WAIT) as waited:
+                built = await rt.context.builder.settle(built)
+            if waited.cancelled_caught:
+                log.warning("context_writes_late", waited=WRITES_WAIT)
         final = outcome.episode
         if outcome.kind is OutcomeKind.REPLIED and outcome.reply:
             await self._reply(d, trigger, built, outcome.reply, forced, final, outcome.quote)

@@ -22,7 +22,7 @@ name prefixes and echoed prompt headers are removed.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -110,8 +110,12 @@ class ModelReasoner:
         temperature: float | None = None,
         max_tokens: int | None = None,
         timeout: float | None = None,
+        before_acting: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
+        """``before_acting`` is awaited once, when the model's first answer is in and before the
+        episode acts on it (the context's writes that went on beside the request)."""
         self._model = model
+        self._before_acting = before_acting
         self._timeout = timeout
         self._prompt = _with_instructions(prompt)
         self._chat_id = chat_id
@@ -148,6 +152,9 @@ class ModelReasoner:
         except TimeoutError:
             self.model_error = LLMTimeoutError(f"the model did not answer within {self._timeout:g}s")
             raise self.model_error from None
+        if self._before_acting is not None:
+            before, self._before_acting = self._before_acting, None
+            await before()
         return self.action_of(result)
 
     def action_of(self, result: ChatResult) -> ParsedAction:

@@ -12,6 +12,13 @@ Packets are built only for activations that crossed the attention threshold or w
 caller says which (``forced``, ``high``, ``medium``, ``proactive``) and :meth:`ContextBuilder.statistics`
 counts them by reason. Failures stay local: a part that fails (retrieval, a profile, the store behind
 the resolver) is logged and left out of the packet, which is still built (design/000 §11.4's degradation).
+
+With ``defer_writes`` the build's writes (the topic thread's row, the session's, the user's turn) go on
+behind the packet (:mod:`runtime.context.deferred`): the caller sends the model request at once and
+calls :meth:`ContextBuilder.settle` before it acts on the answer. A chat's next build waits for its
+last one's writes first, so every build reads what the ones before it wrote. Rows the build itself
+just decided are not read back: a thread made by this turn has no session, handoff, task or memory
+to look up, and the thread's tasks are read once for the thread slot and retrieval together.
 """
 
 from __future__ import annotations
@@ -19,14 +26,15 @@ from __future__ import annotations
 import functools
 from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 import structlog
 
 from runtime import stages
-from runtime.context._gather import gather
+from runtime.context._gather import gather, once
+from runtime.context.deferred import DeferredWrites
 from runtime.context.handoffs import handoff_slot
 from runtime.context.packet import (
     ContextPacket,
@@ -45,7 +53,7 @@ from runtime.context.retrieval import RetrievalEngine, RetrievalQuery
 from runtime.context.sessions import SessionManager, interruption_lines
 from runtime.context.tasks import task_lines
 from runtime.kernel.message import ChatKey, ChatMessage
-from runtime.store.records import Session, StoredMessage, TopicThread
+from runtime.store.records import Session, StoredMessage, Task, TopicThread
 from runtime.store.roles import ConversationRows, MemoryLayerRows
 
 __all__ = [
@@ -194,13 +202,21 @@ class BuilderSettings:
 class BuiltContext:
     """The packet and what was decided on the way; ``degraded`` names parts that failed and were left out.
 
-    ``session_created`` is true when this turn opened a new session (design/001's session start)."""
+    ``session_created`` is true when this turn opened a new session (design/001's session start).
+    ``writes`` are the build's writes still going on behind it (``defer_writes``), until
+    :meth:`ContextBuilder.settle`."""
 
     packet: ContextPacket
     resolution: Resolution | None
     session: Session | None
     degraded: tuple[str, ...] = ()
     session_created: bool = False
+    writes: DeferredWrites | None = field(default=None, compare=False, repr=False)
+
+    async def written(self) -> None:
+        """Until the build's deferred writes are done (at once without any)."""
+        if self.writes is not None:
+            await self.writes.wait()
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +264,8 @@ class ContextBuilder:
         self._recent = recent
         self._by_reason: Counter[str] = Counter()
         self._degraded = 0
+        # Per chat, the last deferred build's writes: the chat's next build waits for them.
+        self._pending: dict[str, DeferredWrites] = {}
 
     async def _try(
         self, part: str, work: Awaitable[T] | Callable[[], Awaitable[T]], failed: list[str], chat_id: str
@@ -269,31 +287,51 @@ class ContextBuilder:
         conversation_thread_id: str | None = None,
         cue: str | None = None,
         topic_thread_id: str | None = None,
+        defer_writes: bool = False,
     ) -> BuiltContext:
         """The packet for an activation in ``chat``: ``trigger`` is the message that woke the bot, or
-        ``None`` for a proactive wake, which brings a ``cue`` (and may name its ``topic_thread_id``)."""
+        ``None`` for a proactive wake, which brings a ``cue`` (and may name its ``topic_thread_id``).
+
+        ``defer_writes``: the build's writes go on behind the packet (``BuiltContext.writes``); the
+        caller calls :meth:`settle` before acting on the model's answer."""
         why = BuildReason(reason)
         if trigger is not None and trigger.chat_id != chat.chat_id:
             raise ValueError(f"message of {trigger.chat_id} built in {chat.chat_id}")
         chat_id = chat.chat_id
         text = trigger.text if trigger is not None else (cue or "")
         failed: list[str] = []
+        before = self._pending.get(chat_id)
+        if before is not None:
+            await before.wait()  # the chat's last build (an episode cut short) is still writing
+            if self._pending.get(chat_id) is before:
+                del self._pending[chat_id]
+        writes = DeferredWrites(chat_id) if defer_writes else None
+        if writes is not None:
+            self._pending[chat_id] = writes
 
         resolution = await self._try(
             "thread",
-            self._thread(trigger, chat, text, now, conversation_thread_id, topic_thread_id),
+            self._thread(trigger, chat, text, now, conversation_thread_id, topic_thread_id, writes),
             failed,
             chat_id,
         )
         stages.stamp_current("context.thread")
         thread = resolution.thread if resolution is not None else None
+        created = resolution is not None and resolution.created
         session: Session | None = None
         session_created = False
         handoff = None
         if thread is not None:
             opened = await self._try(
                 "session",
-                self._sessions.open(thread, chat_id, now=now, screen_context=chat.screen_mapping()),
+                self._sessions.open(
+                    thread,
+                    chat_id,
+                    now=now,
+                    screen_context=chat.screen_mapping(),
+                    thread_created=created,
+                    writes=writes,
+                ),
                 failed,
                 chat_id,
             )
@@ -301,13 +339,16 @@ class ContextBuilder:
                 session = opened.session
                 session_created = opened.created
                 handoff = opened.handoff  # delivered to a new session; an ongoing one looks it up below
+        if writes is not None:
+            writes.session_opened()
 
         stages.stamp_current("context.session")
         # Everything below reads independent parts: side by side, each failing alone.
         thread_id = thread.id if thread is not None else None
+        tasks_of = self._tasks_of(thread, created)
         calls: dict[str, Callable[[], Awaitable[Any]]] = {
             "dialogue": functools.partial(self._dialogue, chat_id, trigger, conversation_thread_id, thread),
-            "tasks": functools.partial(self._thread_slot, thread),
+            "tasks": functools.partial(self._thread_slot, thread, tasks_of),
             "input": functools.partial(self._input, trigger, cue, now),
         }
         if session is not None and handoff is None and not session_created:
@@ -321,8 +362,9 @@ class ContextBuilder:
                 topic_thread_id=thread_id,
                 sender_id=trigger.sender_id if trigger is not None else None,
                 exclude_message_ids=frozenset({trigger.message_id}) if trigger is not None else frozenset(),
+                new_topic=created,
             )
-            calls["retrieval"] = functools.partial(self._retrieval.retrieve, query)
+            calls["retrieval"] = functools.partial(self._retrieval.retrieve, query, tasks_of=tasks_of)
         if self._profiles is not None and trigger is not None and not trigger.from_self:
             calls["profile"] = functools.partial(self._profiles.profile, trigger.sender_id, chat_id)
         if self._summaries is not None:
@@ -342,9 +384,17 @@ class ContextBuilder:
 
         if session is not None and trigger is not None:
             line = f"{trigger.sender_name or trigger.sender_id}: {trigger.text}"
-            recorded = await self._try(
-                "session", self._sessions.record_turn(session, now=now, dialogue=(line,)), failed, chat_id
-            )
+            if writes is None:
+                recorded = await self._try(
+                    "session", self._sessions.record_turn(session, now=now, dialogue=(line,)), failed, chat_id
+                )
+            else:
+                # The packet holds the turn as the record will; the record itself goes on behind it.
+                writes.add(
+                    "session",
+                    functools.partial(self._sessions.record_turn, session, now=now, dialogue=(line,)),
+                )
+                recorded = self._sessions.turn(session, now=now, dialogue=(line,))
             session = recorded or session
 
         stages.stamp_current("context.turn")
@@ -367,7 +417,25 @@ class ContextBuilder:
         )
         self._by_reason[why.value] += 1
         self._degraded += bool(failed)
-        return BuiltContext(packet, resolution, session, tuple(failed), session_created)
+        return BuiltContext(packet, resolution, session, tuple(failed), session_created, writes)
+
+    async def settle(self, built: BuiltContext) -> BuiltContext:
+        """``built`` once its deferred writes are done: a part whose write failed is among
+        ``degraded``, and a session that is not on disk is no longer ``session`` (nothing records the
+        reply into it). Call it once per build; at once without deferred writes."""
+        writes = built.writes
+        if writes is None:
+            return built
+        await writes.wait()
+        chat_id = built.packet.chat_id
+        if self._pending.get(chat_id) is writes:
+            del self._pending[chat_id]
+        if not writes.failed:
+            return replace(built, writes=None)
+        self._degraded += not built.degraded
+        degraded = (*built.degraded, *(part for part in writes.failed if part not in built.degraded))
+        session = built.session if writes.session_stored() else None
+        return replace(built, session=session, degraded=degraded, writes=None)
 
     async def record_reply(
         self,
@@ -399,11 +467,12 @@ class ContextBuilder:
         now: float,
         conversation_thread_id: str | None,
         topic_thread_id: str | None,
+        writes: DeferredWrites | None,
     ) -> Resolution | None:
         if topic_thread_id is not None:
             thread = await self._store.get_topic_thread(topic_thread_id)
             if thread is not None and chat.chat_id in thread.chat_ids:
-                return await self._resolver.explicit(thread, now=now)
+                return await self._resolver.explicit(thread, now=now, writes=writes)
         if trigger is None and not text.strip():
             return None
         return await self._resolver.resolve(
@@ -414,6 +483,7 @@ class ContextBuilder:
             message_id=trigger.message_id if trigger is not None else None,
             chat_name=chat.name,
             may_create=trigger is not None,
+            writes=writes,
         )
 
     async def _dialogue(
@@ -424,28 +494,30 @@ class ContextBuilder:
         thread: TopicThread | None,
     ) -> tuple[DialogueTurn, ...]:
         cfg = self._settings
+        first: Callable[[], Awaitable[list[StoredMessage]]]
         if conversation_thread_id is not None:
-            stored = await self._store.conversation_messages(
-                conversation_thread_id, limit=cfg.conversation_window
+            first = functools.partial(
+                self._store.conversation_messages, conversation_thread_id, limit=cfg.conversation_window
             )
-            in_conversation = [m for m in stored if m.chat_id == chat_id]
-            buffered = self._recent.recent(chat_id) if self._recent is not None else ()
-            in_conversation += [m for m in buffered if m.thread_id == conversation_thread_id]
         elif thread is not None:
-            in_conversation = [
-                m
-                for m in await self._store.topic_messages(
-                    thread.id, chat_id=chat_id, limit=cfg.recent_dialogue_max
-                )
-                if m.chat_id == chat_id
-            ]
+            first = functools.partial(
+                self._store.topic_messages, thread.id, chat_id=chat_id, limit=cfg.recent_dialogue_max
+            )
         else:
             return ()
+        # The conversation and the chat's latest messages (for the bot's replies): read side by side.
+        stored, latest = await gather(
+            [first, functools.partial(self._store.recent_messages, chat_id, limit=cfg.reply_window)]
+        )
+        in_conversation = [m for m in stored if m.chat_id == chat_id]
+        if conversation_thread_id is not None:
+            buffered = self._recent.recent(chat_id) if self._recent is not None else ()
+            in_conversation += [m for m in buffered if m.thread_id == conversation_thread_id]
         # Keyed by the message, not its platform id: ids repeat in a chat over a long history.
         chosen = {_identity(m): m for m in in_conversation}
         # The bot's own replies to this conversation, even where they were not linked to its thread.
         pool = list(self._recent.recent(chat_id)) if self._recent is not None else []
-        pool += await self._store.recent_messages(chat_id, limit=cfg.reply_window)
+        pool += latest
         answered = {m.message_id for m in chosen.values()}
         for message in pool:
             if message.from_self and message.chat_id == chat_id and message.reply_to in answered:
@@ -457,10 +529,18 @@ class ContextBuilder:
         ordered = [m for m in ordered if not m.recalled]
         return tuple(_turn(m) for m in ordered[-cfg.recent_dialogue_max :]) if cfg.recent_dialogue_max else ()
 
-    async def _thread_slot(self, thread: TopicThread | None) -> ThreadSlot | None:
+    def _tasks_of(self, thread: TopicThread | None, created: bool) -> Callable[[], Awaitable[Sequence[Task]]]:
+        """The thread's latest tasks, read once for whichever parts ask; none for a thread this turn made."""
+        if thread is None or created:
+            return _no_tasks
+        return once(functools.partial(self._store.list_tasks, topic_thread_id=thread.id, limit=20))
+
+    async def _thread_slot(
+        self, thread: TopicThread | None, tasks_of: Callable[[], Awaitable[Sequence[Task]]]
+    ) -> ThreadSlot | None:
         if thread is None:
             return None
-        tasks = await self._store.list_tasks(topic_thread_id=thread.id, limit=20)
+        tasks = list(await tasks_of())
         lines = task_lines(tasks)
         return ThreadSlot(
             thread_id=thread.id,
@@ -530,3 +610,7 @@ class ContextBuilder:
             by_reason=tuple(sorted(self._by_reason.items())),
             degraded=self._degraded,
         )
+
+
+async def _no_tasks() -> Sequence[Task]:
+    return ()

@@ -13,6 +13,7 @@ the packets of session N+1 carry it in their HandoffSlot. Handoffs never cross c
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -22,6 +23,7 @@ import anyio
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runtime.context.deferred import DeferredWrites, write
 from runtime.context.packet import HandoffSlot
 from runtime.kernel.ids import IdFactory, counter_ids
 from runtime.store.records import Handoff, Session
@@ -260,9 +262,12 @@ class HandoffManager:
             return handoff if handoff.to_session_id is None else None
         return None
 
-    async def deliver(self, handoff: Handoff, to_session_id: str) -> Handoff:
+    async def deliver(
+        self, handoff: Handoff, to_session_id: str, *, writes: DeferredWrites | None = None
+    ) -> Handoff:
+        """``handoff`` given to the session ``to_session_id``; with ``writes``, saved there."""
         delivered = replace(handoff, to_session_id=to_session_id)
-        await self._store.save_handoff(delivered)
+        await write(writes, "session", functools.partial(self._store.save_handoff, delivered))
         self._delivered += 1
         return delivered
 

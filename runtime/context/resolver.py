@@ -26,12 +26,14 @@ of its own: everything is read from the store on each call, so a restart changes
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from runtime.context.deferred import DeferredWrites, write
 from runtime.context.errors import UnknownTopicThreadError
 from runtime.context.lexical import is_chatter, lexical_score, query_terms, strip_names, wants_continuation
 from runtime.kernel.ids import IdFactory, counter_ids
@@ -242,18 +244,22 @@ class ThreadResolver:
         message_id: str | None = None,
         chat_name: str = "",
         may_create: bool = True,
+        writes: DeferredWrites | None = None,
     ) -> Resolution:
         """The topic thread for ``text`` said in ``chat_id``; links ``message_id`` to it when given.
 
         ``may_create=False`` (a proactive cue: the bot's own words, not a user's new theme) never opens
-        a thread: when nothing matches, the chat's casual thread is used (rule ``fallback``)."""
-        resolution = await self._decide(chat_id, text, now, conversation_thread_id, chat_name, may_create)
+        a thread: when nothing matches, the chat's casual thread is used (rule ``fallback``). With
+        ``writes``, the thread's row is written there, behind the packet."""
+        resolution = await self._decide(
+            chat_id, text, now, conversation_thread_id, chat_name, may_create, writes
+        )
         thread = resolution.thread
         if not resolution.created and (
             thread.updated_at < now or thread.status is not TopicThreadStatus.ACTIVE
         ):
             thread = replace(thread, updated_at=max(now, thread.updated_at), status=TopicThreadStatus.ACTIVE)
-            await self._store.upsert_topic_thread(thread)
+            await write(writes, "thread", functools.partial(self._store.upsert_topic_thread, thread))
             resolution = replace(resolution, thread=thread)
         if message_id is not None:
             link = TopicLink(chat_id, (message_id,), thread.id)
@@ -280,11 +286,13 @@ class ThreadResolver:
                 return linked.id
         return work[0].id if work else None
 
-    async def explicit(self, thread: TopicThread, *, now: float) -> Resolution:
+    async def explicit(
+        self, thread: TopicThread, *, now: float, writes: DeferredWrites | None = None
+    ) -> Resolution:
         """The caller already knows the thread (a wake scheduled for it): mark it active and count it."""
         if thread.updated_at < now or thread.status is not TopicThreadStatus.ACTIVE:
             thread = replace(thread, updated_at=max(now, thread.updated_at), status=TopicThreadStatus.ACTIVE)
-            await self._store.upsert_topic_thread(thread)
+            await write(writes, "thread", functools.partial(self._store.upsert_topic_thread, thread))
         self._by_rule[ResolveRule.EXPLICIT.value] += 1
         return Resolution(thread, ResolveRule.EXPLICIT, False, 1.0, "named by the caller")
 
@@ -296,10 +304,11 @@ class ThreadResolver:
         conversation_thread_id: str | None,
         chat_name: str,
         may_create: bool = True,
+        writes: DeferredWrites | None = None,
     ) -> Resolution:
         cleaned = strip_names(text, self._settings.names)
         if is_chatter(cleaned):
-            return await self._casual(chat_id, now, chat_name)
+            return await self._casual(chat_id, now, chat_name, writes)
 
         threads = await self._store.list_topic_threads(
             statuses=_LIVE, chat_id=chat_id, limit=self._settings.max_candidates
@@ -329,7 +338,7 @@ class ThreadResolver:
 
         if wants_continuation(cleaned):
             if not work:  # nothing to go on with: "继续" is no theme of its own
-                return await self._casual(chat_id, now, chat_name)
+                return await self._casual(chat_id, now, chat_name, writes)
             latest = work[0]  # the store lists most recently updated first
             return Resolution(latest, ResolveRule.CONTINUATION, False, scores[latest.id], "asked to go on")
 
@@ -346,14 +355,14 @@ class ThreadResolver:
                 )
 
         if not may_create:
-            casual = await self._casual(chat_id, now, chat_name)
+            casual = await self._casual(chat_id, now, chat_name, writes)
             return replace(casual, rule=ResolveRule.FALLBACK, reason="no thread matched; not a user's theme")
-        return await self._new(chat_id, cleaned, now)
+        return await self._new(chat_id, cleaned, now, writes)
 
     async def _conversation_topic(
         self, conversation_thread_id: str | None, chat_id: str, work: list[TopicThread]
     ) -> TopicThread | None:
-        if conversation_thread_id is None:
+        if conversation_thread_id is None or not work:  # no thread it could be in: nothing to read
             return None
         allowed = {t.id: t for t in work}
         remembered = self._conversations.get((chat_id, conversation_thread_id))
@@ -400,7 +409,9 @@ class ThreadResolver:
             self._profiles[key] = profile
         return profile
 
-    async def _casual(self, chat_id: str, now: float, chat_name: str) -> Resolution:
+    async def _casual(
+        self, chat_id: str, now: float, chat_name: str, writes: DeferredWrites | None = None
+    ) -> Resolution:
         known = self._casual_ids.get(chat_id)
         found = await self._store.get_topic_thread(known) if known is not None else None
         if found is None:
@@ -419,12 +430,14 @@ class ThreadResolver:
             updated_at=now,
             chat_ids=(chat_id,),
         )
-        await self._store.upsert_topic_thread(thread)
+        await write(writes, "thread", functools.partial(self._store.upsert_topic_thread, thread))
         self._casual_ids[chat_id] = thread.id
         self._created += 1
         return Resolution(thread, ResolveRule.CHATTER, True, 0.0, "chatter: new casual thread")
 
-    async def _new(self, chat_id: str, text: str, now: float) -> Resolution:
+    async def _new(
+        self, chat_id: str, text: str, now: float, writes: DeferredWrites | None = None
+    ) -> Resolution:
         terms = sorted(query_terms(text), key=len, reverse=True)
         thread = TopicThread(
             id=self._ids("topic"),
@@ -437,7 +450,7 @@ class ThreadResolver:
             chat_ids=(chat_id,),
             extra={"origin": "resolver", "origin_text": text[:200]},
         )
-        await self._store.upsert_topic_thread(thread)
+        await write(writes, "thread", functools.partial(self._store.upsert_topic_thread, thread))
         self._created += 1
         return Resolution(thread, ResolveRule.NEW, True, 0.0, "no thread matched")
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,7 +37,7 @@ from runtime.context._gather import gather
 from runtime.context.lexical import by_rarity, lexical_score, query_terms
 from runtime.context.packet import RetrievedSlot
 from runtime.kernel.message import ChatKey
-from runtime.store.records import Memory, ScopeType, StoredMessage
+from runtime.store.records import Memory, ScopeType, StoredMessage, Task
 from runtime.store.roles import MemoryScope, RecallRows
 
 __all__ = [
@@ -62,7 +62,8 @@ class Embedder(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RetrievalQuery:
-    """One retrieval. ``exclude_message_ids`` are already in the packet (the session's dialogue)."""
+    """One retrieval. ``exclude_message_ids`` are already in the packet (the session's dialogue);
+    ``new_topic``: the topic thread was made by this very turn, so nothing is stored under it yet."""
 
     chat_id: str
     text: str
@@ -75,6 +76,7 @@ class RetrievalQuery:
     tags: tuple[str, ...] | None = None
     since: float | None = None
     min_importance: float | None = None
+    new_topic: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,16 +186,20 @@ class RetrievalEngine:
         # Stored vectors as one matrix per scope set: (memory count, loaded at, ids, unit rows).
         self._vectors: dict[tuple[MemoryScope, ...], tuple[int, float, list[str], np.ndarray]] = {}
 
-    async def retrieve(self, query: RetrievalQuery) -> tuple[RetrievedSlot, ...]:
+    async def retrieve(
+        self, query: RetrievalQuery, *, tasks_of: Callable[[], Awaitable[Sequence[Task]]] | None = None
+    ) -> tuple[RetrievedSlot, ...]:
+        """The best items for ``query``; ``tasks_of`` gives the topic thread's tasks when the caller
+        reads them anyway (else they are read here, the latest 20)."""
         cfg = self._settings
         self._queries += 1
         terms = query_terms(query.text)
         keywords = _keywords(terms, cfg.keywords_max)
-        tasks = (
-            await self._store.list_tasks(topic_thread_id=query.topic_thread_id, limit=20)
-            if query.topic_thread_id
-            else []
-        )
+        tasks: Sequence[Task] = ()
+        if tasks_of is not None:
+            tasks = await tasks_of()
+        elif query.topic_thread_id:
+            tasks = await self._store.list_tasks(topic_thread_id=query.topic_thread_id, limit=20)
         scopes = memory_scopes(
             query.chat_id,
             topic_thread_id=query.topic_thread_id,
@@ -343,7 +349,7 @@ class RetrievalEngine:
                 limit=self._settings.per_source,
             )
             reason = "按类型/标签/时间/重要度筛选"
-        elif query.topic_thread_id is not None:
+        elif query.topic_thread_id is not None and not query.new_topic:
             memories = await self._store.list_memories(
                 scopes=[(ScopeType.THREAD, query.topic_thread_id)],
                 min_importance=0.7,

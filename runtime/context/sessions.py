@@ -16,6 +16,7 @@ new one and delivers the previous session's handoff to it. On start,
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from typing import Any
 
 import anyio
 
+from runtime.context.deferred import DeferredWrites, write
 from runtime.context.errors import IllegalSessionTransitionError, UnknownSessionError
 from runtime.context.handoffs import HandoffManager, HandoffRequest, digest_of
 from runtime.context.tasks import OPEN_TASK_STATUSES
@@ -126,7 +128,8 @@ def _stamp(when: float) -> str:
 
 
 class SessionManager:
-    """Creates, updates, interrupts and closes sessions; every change is written through to the store."""
+    """Creates, updates, interrupts and closes sessions; every change is written through to the store
+    (a turn's, when the builder defers them, behind its packet: :mod:`runtime.context.deferred`)."""
 
     __slots__ = ("_closed", "_counts", "_handoffs", "_ids", "_locks", "_settings", "_store")
 
@@ -172,10 +175,14 @@ class SessionManager:
             raise UnknownSessionError(session_id)
         return session
 
-    async def _move(self, session: Session, state: SessionState, now: float, **changes: Any) -> Session:
+    @staticmethod
+    def _moved(session: Session, state: SessionState, now: float, **changes: Any) -> Session:
         if state not in _ALLOWED[session.state]:
             raise IllegalSessionTransitionError(session.id, session.state.value, state.value)
-        moved = replace(session, state=state, updated_at=max(now, session.updated_at), **changes)
+        return replace(session, state=state, updated_at=max(now, session.updated_at), **changes)
+
+    async def _move(self, session: Session, state: SessionState, now: float, **changes: Any) -> Session:
+        moved = self._moved(session, state, now, **changes)
         await self._store.upsert_session(moved)
         return moved
 
@@ -188,14 +195,23 @@ class SessionManager:
         *,
         now: float,
         screen_context: Mapping[str, Any] | None = None,
+        thread_created: bool = False,
+        writes: DeferredWrites | None = None,
     ) -> OpenedSession:
         """The session this turn belongs to: the open one, woken or resumed, or a new one.
 
         A session found silent past the timeout is closed first with the deterministic digest: a user's
-        turn never waits for the model (the background :meth:`sweep` writes model digests)."""
+        turn never waits for the model (the background :meth:`sweep` writes model digests). A thread
+        this turn created (``thread_created``) has no session or handoff yet: none is looked up. With
+        ``writes``, the session's row (and the handoff's delivery) is written there, behind the packet;
+        closing a stale session is not deferred."""
         async with self._locked(thread.id, chat_id):
-            open_ = await self._store.list_sessions(
-                topic_thread_id=thread.id, chat_id=chat_id, states=OPEN_SESSION_STATES
+            open_ = (
+                []
+                if thread_created
+                else await self._store.list_sessions(
+                    topic_thread_id=thread.id, chat_id=chat_id, states=OPEN_SESSION_STATES
+                )
             )
             closed_previous = None
             for stale in open_[1:]:  # never expected; close rather than keep two windows open
@@ -208,7 +224,8 @@ class SessionManager:
                     if screen_context is not None and dict(screen_context) != current.screen_context:
                         changes["screen_context"] = dict(screen_context)
                     if resumed or changes:  # an active session on the same surface needs no write
-                        current = await self._move(current, SessionState.ACTIVE, now, **changes)
+                        current = self._moved(current, SessionState.ACTIVE, now, **changes)
+                        await write(writes, "session", functools.partial(self._store.upsert_session, current))
                     self._counts["resumed" if resumed else "reused"] += 1
                     return OpenedSession(current, created=False, resumed=resumed)
                 closed_previous = await self._close(
@@ -223,11 +240,11 @@ class SessionManager:
                 updated_at=now,
                 screen_context=dict(screen_context or {}),
             )
-            await self._store.upsert_session(session)
+            await write(writes, "session", functools.partial(self._store.upsert_session, session))
             self._counts["created"] += 1
-            handoff = await self._handoffs.pending_for(thread.id, chat_id)
+            handoff = None if thread_created else await self._handoffs.pending_for(thread.id, chat_id)
             if handoff is not None:
-                handoff = await self._handoffs.deliver(handoff, session.id)
+                handoff = await self._handoffs.deliver(handoff, session.id, writes=writes)
             return OpenedSession(
                 session, created=True, resumed=False, handoff=handoff, closed_previous=closed_previous
             )
@@ -249,9 +266,16 @@ class SessionManager:
         found = session_id if isinstance(session_id, Session) else await self.get(session_id)
         async with self._locked(found.topic_thread_id, found.chat_id):
             current = await self.get(found.id)
-            return await self._record(current, now, dialogue, actions, resume_point, screen_context)
+            recorded = self._recorded(current, now, dialogue, actions, resume_point, screen_context)
+            await self._store.upsert_session(recorded)
+            return recorded
 
-    async def _record(
+    def turn(self, session: Session, *, now: float, dialogue: tuple[str, ...]) -> Session:
+        """``session`` as :meth:`record_turn` of ``dialogue`` leaves it, written nowhere (the packet's
+        view of a turn whose write goes on behind it)."""
+        return self._recorded(session, now, dialogue, (), None, None)
+
+    def _recorded(
         self,
         session: Session,
         now: float,
@@ -274,7 +298,7 @@ class SessionManager:
         if screen_context is not None:
             changes["screen_context"] = dict(screen_context)
         target = SessionState.ACTIVE if session.state in OPEN_SESSION_STATES else session.state
-        return await self._move(session, target, now, **changes)
+        return self._moved(session, target, now, **changes)
 
     async def interrupt(
         self,

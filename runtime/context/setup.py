@@ -73,8 +73,10 @@ class ContextRuntime:
         conversation_thread_id: str | None = None,
         cue: str | None = None,
         topic_thread_id: str | None = None,
+        defer_writes: bool = False,
     ) -> tuple[BuiltContext, AssembledPrompt]:
-        """Build the packet for an activation and assemble it into the model's messages."""
+        """Build the packet for an activation and assemble it into the model's messages; with
+        ``defer_writes`` the build's writes go on behind it (:meth:`ContextBuilder.settle`)."""
         built = await self.builder.build(
             trigger,
             chat=chat,
@@ -83,6 +85,7 @@ class ContextRuntime:
             conversation_thread_id=conversation_thread_id,
             cue=cue,
             topic_thread_id=topic_thread_id,
+            defer_writes=defer_writes,
         )
         return built, self.assembler.assemble(built.packet)
 

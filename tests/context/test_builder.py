@@ -201,7 +201,7 @@ async def test_unflushed_messages_come_from_the_recent_buffer(store: Store) -> N
 
 
 class BrokenRetrieval:
-    async def retrieve(self, query: object) -> tuple[()]:
+    async def retrieve(self, query: object, **kwargs: object) -> tuple[()]:
         raise RuntimeError("index unavailable")
 
 
