@@ -55,23 +55,21 @@ def char_tokens(text: str) -> list[str]:
     return _CHAR_TOKEN.findall(text.lower())
 
 
-@lru_cache(maxsize=32_768)
-def _token_words(token: str) -> tuple[str, ...]:
-    # A Chinese word stays whole; a token with ASCII or inner punctuation ("python3.11")
-    # becomes the parts FTS5's tokenizer would see.
-    lowered = token.lower()
-    if _ASCII_ALNUM.search(lowered) is None:
-        if lowered.isalnum():  # every character a non-ASCII letter or digit: the word itself
-            return (lowered,)
-        parts = _CHAR_TOKEN.findall(lowered)
-        return ("".join(parts),) if parts else ()
-    return tuple(_CHAR_TOKEN.findall(lowered))
-
-
 def _word_tokens(tokens: Iterable[str]) -> list[str]:
-    # Chat repeats its words: each distinct token is taken apart once (the writer thread holds the
-    # GIL for this part, so it is kept short).
-    return [word for token in tokens for word in _token_words(token)]
+    # One pass, no call per token: the writer thread holds the GIL for this part of indexing.
+    words: list[str] = []
+    for token in tokens:
+        lowered = token.lower()
+        if _ASCII_ALNUM.search(lowered) is not None:
+            # A token with ASCII ("python3.11", "u盘") becomes the parts FTS5's tokenizer would see.
+            words += _CHAR_TOKEN.findall(lowered)
+        elif lowered.isalnum():  # a Chinese word stays whole
+            words.append(lowered)
+        else:  # ... without its punctuation, emoji or spaces (a token of only those is dropped)
+            joined = "".join(_CHAR_TOKEN.findall(lowered))
+            if joined:
+                words.append(joined)
+    return words
 
 
 @dataclass(frozen=True, slots=True)
