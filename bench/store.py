@@ -6,7 +6,7 @@ Printed:
   ``--groups`` groups, put through ``StoreWriter`` into a fresh store of each ``--backend`` (SQLite:
   a file, WAL; PostgreSQL: ``$GREYWIND_PG_DSN`` or a throwaway server; 200 ms flush interval):
   msg/s from the first put to the last commit, median and max batch commit time; beside it,
-  jieba segmentation alone (msg/s), which bounds the writer;
+  segmentation alone (msg/s, jieba's tokens by rjieba or jieba), which bounds the writer;
 - **search**: ``search_messages`` over the filled database, p50 / p95 / max in ms, for 1-character,
   2-character and 3+-character Chinese words and CJK glued to ASCII, within one group and across all
   groups (``--queries`` queries per row); plus the share of queries that found something;
@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._backends import NAMES, bench_store  # noqa: E402
 from bench._measure import percentile  # noqa: E402
+from runtime.store import segmenter  # noqa: E402
 from runtime.store.protocol import Store  # noqa: E402
 from runtime.store.records import StoredMessage  # noqa: E402
 from runtime.store.sqlite import DB_FILENAME  # noqa: E402
@@ -136,7 +137,8 @@ def bench_segmentation(messages: Sequence[StoredMessage]) -> None:
         for text in sample:
             index_text(text)
         runs.append(len(sample) / (time.perf_counter() - started))
-    print(f"        jieba segmentation alone: {statistics.median(runs):,.0f} msg/s (median of 3)")
+    rate = statistics.median(runs)
+    print(f"        segmentation alone ({segmenter.name()}): {rate:,.0f} msg/s (median of 3)")
 
 
 async def bench_search(

@@ -8,6 +8,7 @@
     backends.py     ``open_store(config, data_dir)``: the ``[store] backend`` by name; ``register_backend``
     errors.py       the store's exception tree
     text.py         jieba segmentation for the full-text indexes (same rules in both backends)
+    segmenter.py    the cut itself: rjieba (compiled, off the GIL) while it cuts as jieba does, else jieba
     memory.py       ``MemoryStore``: in-memory, for tests and the replay tool (+ memory_tables.py)
     kernel_state.py the kernel's events, lexicon and speeches to records and back; restore_kernel
     sqlite/         ``SqliteStore``: one file, WAL, numbered migrations (``sqlite/migrations/``)

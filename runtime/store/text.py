@@ -15,25 +15,26 @@ every query word occurs as a phrase in ``chars``. Function words (的, 了, 吗.
 query unless nothing else is left. ``用Python写爬虫`` is found by ``python``, ``爬虫``, ``写`` and
 ``用python写``.
 
-jieba takes about 0.8 s to initialise: call :func:`warm_up` off the event loop at start.
+The cutting itself is :mod:`runtime.store.segmenter` (jieba, or its compiled twin where installed:
+the same tokens). Loading takes about a second: call :func:`warm_up` off the event loop at start.
 """
 
 from __future__ import annotations
 
-import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-import jieba
-
-jieba.setLogLevel(logging.WARNING)
+from runtime.store import segmenter
 
 # QQ caps a message near 4,500 characters; a pasted novel is stored whole but indexed only this far.
 INDEX_MAX_CHARS = 10_000
 
-# Letters and digits apart, so "iphone" finds "iphone15" and "15" finds it too.
-_ASCII_WORD = re.compile(r"[a-z]+|[0-9]+")
+# Letters and digits apart, so "iphone" finds "iphone15" and "15" finds it too; any other letter or
+# digit (``[^\W_]`` is exactly ``str.isalnum``) alone. ASCII punctuation and symbols are skipped.
+_CHAR_TOKEN = re.compile(r"[a-z]+|[0-9]+|[^\W_]")
+_ASCII_ALNUM = re.compile(r"[a-z0-9]")
 
 # Dropped from queries (not from documents) so "灰风的设计" can find "灰风架构设计".
 _STOPWORDS = frozenset(
@@ -45,41 +46,29 @@ _STOPWORDS = frozenset(
 
 
 def warm_up() -> None:
-    """Load jieba's dictionary now (blocking, ~0.8 s) rather than on the first write."""
-    jieba.initialize()
+    """Load the segmenter's dictionaries now (blocking, ~1 s) rather than on the first write."""
+    segmenter.warm_up()
 
 
 def char_tokens(text: str) -> list[str]:
     """ASCII alphanumeric runs as words, every other letter or digit as its own token; lower-cased."""
-    out: list[str] = []
-    lowered = text.lower()
-    i, n = 0, len(lowered)
-    while i < n:
-        ch = lowered[i]
-        if ch.isascii():
-            m = _ASCII_WORD.match(lowered, i)
-            if m:
-                out.append(m.group())
-                i = m.end()
-                continue
-        elif ch.isalnum():
-            out.append(ch)
-        i += 1
-    return out
+    return _CHAR_TOKEN.findall(text.lower())
 
 
-def _word_tokens(tokens: object) -> list[str]:
+def _word_tokens(tokens: Iterable[str]) -> list[str]:
+    # One pass, no call per token: the writer thread holds the GIL for this part of indexing.
     words: list[str] = []
-    for token in tokens:  # type: ignore[attr-defined]
-        parts = char_tokens(token)
-        if not parts:
-            continue
-        # A Chinese word stays whole; a token with ASCII or inner punctuation ("python3.11")
-        # becomes the parts FTS5's tokenizer would see.
-        if all(not p.isascii() for p in parts):
-            words.append("".join(parts))
-        else:
-            words.extend(parts)
+    for token in tokens:
+        lowered = token.lower()
+        if _ASCII_ALNUM.search(lowered) is not None:
+            # A token with ASCII ("python3.11", "u盘") becomes the parts FTS5's tokenizer would see.
+            words += _CHAR_TOKEN.findall(lowered)
+        elif lowered.isalnum():  # a Chinese word stays whole
+            words.append(lowered)
+        else:  # ... without its punctuation, emoji or spaces (a token of only those is dropped)
+            joined = "".join(_CHAR_TOKEN.findall(lowered))
+            if joined:
+                words.append(joined)
     return words
 
 
@@ -92,7 +81,7 @@ class IndexedText:
 def index_text(text: str) -> IndexedText:
     """The two indexed columns for a document (its first ``INDEX_MAX_CHARS`` characters)."""
     text = text[:INDEX_MAX_CHARS]
-    words = _word_tokens(jieba.cut_for_search(text, HMM=False))
+    words = _word_tokens(segmenter.cut_for_search(text))
     return IndexedText(words=" ".join(words), chars=" ".join(char_tokens(text)))
 
 
@@ -115,9 +104,9 @@ def _drop_stopwords(tokens: list[str]) -> list[str]:
 
 @lru_cache(maxsize=1024)
 def parse_query(query: str) -> TextQuery:
-    searched = _word_tokens(jieba.cut_for_search(query, HMM=False))
+    searched = _word_tokens(segmenter.cut_for_search(query))
     words = _drop_stopwords(list(dict.fromkeys(searched)))
-    precise = _drop_stopwords([t.lower() for t in jieba.cut(query, HMM=False) if char_tokens(t)])
+    precise = _drop_stopwords([t.lower() for t in segmenter.cut(query) if char_tokens(t)])
     phrases = tuple(dict.fromkeys(tuple(char_tokens(t)) for t in precise))
     return TextQuery(words=tuple(words), phrases=phrases)
 
