@@ -4,7 +4,9 @@ search."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 
 import pytest
 
@@ -83,6 +85,27 @@ def test_a_built_value_equals_the_constructed_one_and_stays_frozen() -> None:
         built.score = 1.0  # type: ignore[misc]
     event = builder(BotEvent)("ev-1", "m", "group:1", None, (), (), 0.0, 0.0, 0.0, None, 0.0, S.CAPTURED, {})
     assert dataclasses.replace(event, priority=1.0).priority == 1.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Base:
+    a: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Derived(Base):  # a base with slots of its own: the builder sets the slots one by one
+    b: tuple[int, ...]
+
+
+def test_a_built_value_is_of_the_frozen_class_whichever_way_the_builder_fills_it() -> None:
+    for cls, values in ((Base, (1,)), (Derived, (1, (2,)))):
+        built = builder(cls)(*values)
+        assert type(built) is cls
+        assert built == cls(*values)
+        assert copy.deepcopy(built) == built
+        assert pickle.loads(pickle.dumps(built)) == built
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            built.a = 5  # type: ignore[misc]
 
 
 def test_a_builder_refuses_a_class_whose_post_init_it_would_skip() -> None:
