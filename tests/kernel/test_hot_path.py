@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import re
+import sys
 
 import pytest
 
@@ -178,3 +180,18 @@ def test_suppressed_terms_do_not_count_toward_a_small_key() -> None:
     key = LexiconKey(LexiconScope.GAME, "g")
     lexicon.add(key, "猜数", now=0.0, status=TermStatus.SUPPRESSED)
     assert lexicon.match("猜数字", (key,)) == []
+
+
+# -- question check ------------------------------------------------------------------------------
+
+
+def test_the_question_words_first_letter_check_is_the_case_folded_one() -> None:
+    from runtime.kernel._signals import _QUESTION_WORD_START
+
+    folded = re.compile("[hwda]", re.IGNORECASE)
+    differ = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if (folded.match(chr(code)) is None) != (_QUESTION_WORD_START.match(chr(code)) is None)
+    ]
+    assert differ == []
