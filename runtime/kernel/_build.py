@@ -39,7 +39,7 @@ def builder(cls: type[T]) -> Callable[..., T]:
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_twin": twin}
     lines = [f"def build_{cls.__name__}({', '.join(names)}):"]
     if twin is not None:
-        lines.append("    self = _new(_twin)")
+        lines.append("    self = _twin()")  # no __init__: cheaper than object.__new__(_twin)
         lines += [f"    self.{name} = {name}" for name in names]
         lines.append("    self.__class__ = _cls")
     else:
