@@ -99,31 +99,18 @@ def _clamp01(value: float) -> float:
     return 0.0
 
 
-class _Unwritten:
+class _Unwritten(tuple):  # type: ignore[type-arg]
     """The reasons of an :class:`Attention` not yet written out: what scoring found, kept until asked.
 
     Most messages are scored LOW and their reasons are never read (only ``/why``, the console and
     the replay read them), while writing them costs more than the score itself (a formatted float
     each). Scoring keeps the shares it added, so the reasons written later are the ones it would
     have written; a message scored above LOW has its reasons written at once (its event carries
-    them).
+    them). A tuple ``(inp, weights, score, decision, keyword, thread, silence)``, made with
+    ``tuple.__new__``: a class with an ``__init__`` cost more to make than the score itself.
     """
 
-    __slots__ = ("decision", "inp", "keyword", "score", "silence", "thread", "weights")
-
-    def __init__(
-        self,
-        inp: AttentionInput,
-        weights: AttentionWeights,
-        score: float,
-        decision: Decision,
-        shares: tuple[float, float, float],
-    ) -> None:
-        self.inp = inp
-        self.weights = weights
-        self.score = score
-        self.decision = decision
-        self.keyword, self.thread, self.silence = shares
+    __slots__ = ()
 
 
 class _Reasons:
@@ -144,15 +131,7 @@ class _Reasons:
             return self
         value = self._slot.__get__(obj, owner)
         if value.__class__ is _Unwritten:
-            value = _write_reasons(
-                value.inp,
-                value.weights,
-                value.score,
-                value.decision,
-                value.keyword,
-                value.thread,
-                value.silence,
-            )
+            value = _write_reasons(*value)
             self._slot.__set__(obj, value)
         return value  # type: ignore[no-any-return]
 
@@ -168,6 +147,7 @@ setattr(Attention, "reasons", _Reasons(Attention.__dict__["reasons"]))  # noqa: 
 _attention = builder(Attention)  # positional, through the slots: made for every message
 # Members bound once: an Enum class attribute lookup costs ~10x a global, and this runs per message.
 _FORCED, _HIGH, _MEDIUM, _LOW = Decision.FORCED, Decision.HIGH, Decision.MEDIUM, Decision.LOW
+_new_tuple = tuple.__new__
 
 
 def score_attention(inp: AttentionInput, weights: AttentionWeights) -> Attention:
@@ -202,7 +182,8 @@ def score_attention(inp: AttentionInput, weights: AttentionWeights) -> Attention
     elif score >= weights.medium:
         decision = _MEDIUM
     else:
-        return _attention(score, _LOW, _Unwritten(inp, weights, score, _LOW, (keyword, thread, silence)))
+        unwritten = _new_tuple(_Unwritten, (inp, weights, score, _LOW, keyword, thread, silence))
+        return _attention(score, _LOW, unwritten)
     return _attention(
         score, decision, _write_reasons(inp, weights, score, decision, keyword, thread, silence)
     )

@@ -30,7 +30,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
 
+from runtime.kernel._build import builder
 from runtime.kernel.errors import InvalidSetting
 
 __all__ = [
@@ -82,6 +84,8 @@ class BudgetVerdict:
 
 _OPEN_NORMAL = BudgetVerdict(True, "normal budget open")
 _OPEN_FORCED = BudgetVerdict(True, "forced budget open")
+# Positional, through the slots: attention asks every message, and a refusal is common in a busy chat.
+_verdict = builder(BudgetVerdict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,15 +100,26 @@ class GroupActorStatistics:
     events_noted: int
 
 
+@cache
+def _refusal_reasons(policy: BudgetPolicy, kind: str) -> tuple[str, str]:
+    """What a refusal of ``kind``'s budget says: its window is full, or its cooldown runs."""
+    return (
+        f"{kind} window full ({policy.max_per_window} per {policy.window:g}s)",
+        f"{kind} cooldown ({policy.min_interval:g}s after the last speech)",
+    )
+
+
 class _Window:
     """The most recent ``max_per_window`` speech times of one kind: enough to decide exactly."""
 
-    __slots__ = ("policy", "times")
+    __slots__ = ("cooldown_reason", "full_reason", "policy", "times")
 
-    def __init__(self, policy: BudgetPolicy) -> None:
+    def __init__(self, policy: BudgetPolicy, kind: str) -> None:
         self.policy = policy
         # Only the newest max_per_window times matter: the window is full iff the oldest of them is in it.
         self.times: deque[float] = deque(maxlen=policy.max_per_window)
+        # A refusal's reason depends on the policy alone: written once, not on every refusal.
+        self.full_reason, self.cooldown_reason = _refusal_reasons(policy, kind)
 
     def in_window(self, now: float) -> int:
         window = self.policy.window
@@ -126,8 +141,8 @@ class GroupActor:
 
     def __init__(self, chat_id: str, normal: BudgetPolicy, forced: BudgetPolicy) -> None:
         self.chat_id = chat_id
-        self._normal = _Window(normal)
-        self._forced = _Window(forced)
+        self._normal = _Window(normal, "normal")
+        self._forced = _Window(forced, "forced")
         self._last_speech: float | None = None
         self._recent_events: deque[str] = deque(maxlen=_RECENT_EVENTS)
         # speeches, forced speeches, refusals, events noted
@@ -147,7 +162,6 @@ class GroupActor:
     def peek(self, now: float, *, forced: bool = False) -> BudgetVerdict:
         """:meth:`can_speak` without counting a refusal (attention asks on every message)."""
         window = self._forced if forced else self._normal
-        kind = "forced" if forced else "normal"
         cooldown_until: float | None = None
         last = self._last_speech
         if last is not None:
@@ -159,11 +173,8 @@ class GroupActor:
             return _OPEN_FORCED if forced else _OPEN_NORMAL
         # When both hold, the later time is the first moment both are clear.
         if full_until is not None and (cooldown_until is None or full_until >= cooldown_until):
-            policy = window.policy
-            reason = f"{kind} window full ({policy.max_per_window} per {policy.window:g}s)"
-            return BudgetVerdict(False, reason, full_until)
-        reason = f"{kind} cooldown ({window.policy.min_interval:g}s after the last speech)"
-        return BudgetVerdict(False, reason, cooldown_until)
+            return _verdict(False, window.full_reason, full_until)
+        return _verdict(False, window.cooldown_reason, cooldown_until)
 
     def record_speech(self, now: float, *, forced: bool = False) -> None:
         """The bot spoke in this chat at ``now`` (recorded even when a budget would have refused)."""

@@ -224,18 +224,28 @@ class Kernel:
         bot_last = self._bot_in_thread.get(thread_id)
         continuity = 0.0
         if bot_last is not None:
-            continuity = max(0.0, 1.0 - (now - bot_last) / s.threads.gap)
+            continuity = 1.0 - (now - bot_last) / s.threads.gap
+            if not continuity > 0.0:  # max(0.0, ...) without the builtin's call
+                continuity = 0.0
         actor = self.budgets.get(chat_id)
         last_speech = actor.last_speech_at if actor is not None else None
         previous = self._last_message_at.get(chat_id)
-        self._last_message_at[chat_id] = now if previous is None else max(previous, now)
+        silence = 0.0
+        if previous is None:
+            self._last_message_at[chat_id] = now
+        else:
+            silence = now - previous
+            if silence > 0.0:  # a message later than the chat's latest (else it stays the latest)
+                self._last_message_at[chat_id] = now
+            else:
+                silence = 0.0
         inp = _attention_input(
             message.addressed or message.chat_kind is _PRIVATE,  # forced
             persona_named or (assignment.reason == "reply" and bot_last is not None),  # direct
             score_hits(topical) if topical else 0.0,  # keyword_score
             continuity,  # thread_continuity
             looks_like_question(head),  # question
-            0.0 if previous is None else max(0.0, now - previous),  # silence_seconds
+            silence,  # silence_seconds
             (  # recently_replied
                 last_speech is not None
                 and bot_last is None

@@ -4,7 +4,11 @@ search."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
+import re
+import sys
 
 import pytest
 
@@ -85,6 +89,27 @@ def test_a_built_value_equals_the_constructed_one_and_stays_frozen() -> None:
     assert dataclasses.replace(event, priority=1.0).priority == 1.0
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Base:
+    a: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Derived(Base):  # a base with slots of its own: the builder sets the slots one by one
+    b: tuple[int, ...]
+
+
+def test_a_built_value_is_of_the_frozen_class_whichever_way_the_builder_fills_it() -> None:
+    for cls, values in ((Base, (1,)), (Derived, (1, (2,)))):
+        built = builder(cls)(*values)
+        assert type(built) is cls
+        assert built == cls(*values)
+        assert copy.deepcopy(built) == built
+        assert pickle.loads(pickle.dumps(built)) == built
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            built.a = 5  # type: ignore[misc]
+
+
 def test_a_builder_refuses_a_class_whose_post_init_it_would_skip() -> None:
     @dataclasses.dataclass(frozen=True, slots=True)
     class Checked:
@@ -155,3 +180,18 @@ def test_suppressed_terms_do_not_count_toward_a_small_key() -> None:
     key = LexiconKey(LexiconScope.GAME, "g")
     lexicon.add(key, "猜数", now=0.0, status=TermStatus.SUPPRESSED)
     assert lexicon.match("猜数字", (key,)) == []
+
+
+# -- question check ------------------------------------------------------------------------------
+
+
+def test_the_question_words_first_letter_check_is_the_case_folded_one() -> None:
+    from runtime.kernel._signals import _QUESTION_WORD_START
+
+    folded = re.compile("[hwda]", re.IGNORECASE)
+    differ = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if (folded.match(chr(code)) is None) != (_QUESTION_WORD_START.match(chr(code)) is None)
+    ]
+    assert differ == []
