@@ -4,7 +4,8 @@ where they can matter: it must place every message exactly as asking them every 
 Seeded random streams (groups and a private chat, @s, replies to known and unknown ids, pauses past
 the gap and the horizon, clocks that step back) are fed to the tracker and to a reference that
 asks the signals (``choose``, with a probe of its own) before the scorer on every message, as the
-tracker did before it learned to skip them; every assignment must be equal, score included.
+tracker did before it learned to skip them, and names the scorer's thread as the signals do where
+they would join it too; every assignment must be equal, reason and score included.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import random
 
 import pytest
 
-from runtime.kernel._chatstate import ChatState, Probe, ThreadState, choose
+from runtime.kernel._chatstate import ChatState, Probe, ThreadState, choose, strongest_signal
 from runtime.kernel._features import extract_terms
 from runtime.kernel._links import SHARE_EDGES, choose_link, link_options
 from runtime.kernel.message import ChatKind, ChatMessage
@@ -102,10 +103,13 @@ class AlwaysAsking(ThreadTracker):
         ruled = choose(chat, message, terms, now, s)
         if ruled[0] is not None and _explicit(chat, message, ruled[1], now, s):
             return ruled
-        target, reason, score = choose_link(link_options(chat, message, terms, now, s), self._weights)
-        if target is not None and target is ruled[0]:
-            reason = ruled[1]
-        if target is not None and terms and reason not in ("mention", "addressed"):
+        target, weighed, score = choose_link(link_options(chat, message, terms, now, s), self._weights)
+        reason = weighed
+        if target is not None and target is ruled[0] and ruled[2] >= s.join_threshold:
+            reason = ruled[1]  # the signals' own name for the thread they would join
+        elif target is not None:
+            reason = strongest_signal(Probe(chat, message, terms, now, s), target, now, s) or weighed
+        if target is not None and terms and weighed not in ("mention", "addressed"):
             hits, total = chat.term_hits(terms, target.bit)
             share = hits.get(target.bit, 0.0) / total if total else 0.0
             if now - target.last_at > s.gap and not message.mentions and share < SHARE_EDGES[0]:
