@@ -5,9 +5,10 @@ in a quiet chat: there the latest thread is nearly always "recent", and the spea
 an @ push it over the threshold, so one thread swallows the channel. The best disentanglement
 systems (Kummerfeld et al., ACL 2019) instead choose, for every message, among its candidate
 antecedents and "a new conversation", with a model trained on annotated chat. This module is that
-choice at the level of the tracker's threads: the options are the chat's recent live threads (the
-``max_candidates`` most recent within the horizon, and any thread the people signals point to) and
-"new"; each option is described by a few discrete features, the paper's kind:
+choice at the level of the tracker's threads: the options are the chat's recent live threads (of
+the ``max_candidates`` most recent within the horizon, the latest and those the message shares
+something with; and any thread the people signals point to) and "new"; each option is described by
+a few discrete features, the paper's kind:
 
 - how long the thread has been idle, and its rank by recency;
 - the speaker: whether they spoke in the thread, whether it is their latest, how long ago they spoke,
@@ -58,7 +59,7 @@ SIZE_EDGES = (2, 3, 5, 10, 20, 50)  # 7 buckets
 SHARE_EDGES = (0.15, 0.3, 0.6)  # 4 buckets of a hit share above 0
 LIVE_EDGES = (1, 2, 3, 5)  # 5 buckets
 RANKS = 7  # ranks 1..6, then 7 and beyond
-ALWAYS_SCORED = 3  # the most recent threads scored whatever they share with the message
+ALWAYS_SCORED = 1  # the most recent threads scored whatever they share with the message
 DISTANCE_EDGES = (2, 3, 4, 6, 11, 21)  # messages since the thread's latest: 7 buckets
 HIT_EDGES = (0.5, 1.0, 2.0, 4.0)  # summed rarity of the shared words: 5 buckets above 0
 
@@ -233,11 +234,16 @@ def link_options(
     now: float,
     s: ThreadSettings,
     probe: Probe | None = None,
+    *,
+    every: bool = False,
 ) -> LinkChoice:
     """Every option's feature ids for ``message``: the candidate threads', then "new"'s.
 
     ``probe``: what the message reads of the chat, if read already (by the tracker, which asks the
-    signals too)."""
+    signals too). ``every``: every recent thread within the horizon is a candidate, not only those
+    past the first ALWAYS_SCORED that the message shares something with (the scorer is fitted on
+    all of them: left out of its options, the threads it never chooses would no longer teach it
+    what a thread that is not the answer looks like)."""
     threads = chat.threads
     if probe is None:
         probe = Probe(chat, message, terms, now, s)
@@ -264,9 +270,10 @@ def link_options(
 
     # The most recent threads within the horizon: the first ALWAYS_SCORED whatever they hold, the
     # others only where the message has something in common with them (the speaker spoke or was
-    # @-ed there, a named person is in it, a shared word); a thread with none of these, past the
-    # first few, is next to never the answer (under one in a thousand annotated messages) and costs
-    # a dozen lookups. Each keeps its rank by recency.
+    # @-ed there, a named person is in it, a shared word). A thread with none of these past the
+    # latest is seldom the answer (under one annotated message in a hundred) and never the one the
+    # fitted scorer chooses on the dev, train-held-out and new-domains logs, so it is left out: a
+    # dozen lookups each. Each keeps its rank by recency.
     hits = probe.hits
     gap = s.gap
     live = 0  # the threads within the gap, scored or not
@@ -280,7 +287,8 @@ def link_options(
             live += 1
         tid = thread.id
         if (
-            rank < ALWAYS_SCORED
+            every
+            or rank < ALWAYS_SCORED
             or thread.bit in hits
             or sender in thread.participants
             or tid in (own_thread, asked_thread)

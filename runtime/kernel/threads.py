@@ -358,12 +358,13 @@ class ThreadTracker:
 
     def link_features(self, message: ChatMessage) -> tuple[tuple[str, ...], list[tuple[int, ...]]]:
         """For fitting the link scorer: the candidate threads' ids for ``message`` and every option's
-        feature ids (the candidates', then "new"'s), from the tracker's state as it stands. Changes
-        nothing."""
+        feature ids (the candidates', then "new"'s), from the tracker's state as it stands. Every
+        recent thread within the horizon is a candidate here (see ``link_options``'s ``every``).
+        Changes nothing."""
         s = self._settings
         chat = self._chats.get(message.chat_id) or ChatState()
         terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
-        choice = link_options(chat, message, terms, message.time, s)
+        choice = link_options(chat, message, terms, message.time, s, every=True)
         return tuple(thread.id for thread in choice.threads), choice.features
 
     def restore(self, messages: Iterable[RestoredMessage], now: float) -> int:
