@@ -220,7 +220,7 @@ def _reason(
     people: list[tuple[str, float, str]],
     recency: dict[ThreadState, float],
     terms: dict[ThreadState, float],
-) -> str:
+) -> str | None:
     """The name of the strongest single signal of ``thread``: its largest ``(value, name)``,
     compared in the order the signals were added (people, recent, terms), as max() does.
 
@@ -235,7 +235,7 @@ def _reason(
     value = terms.get(thread)
     if value is not None:
         parts.append((value, "terms"))
-    return max(parts)[1]
+    return max(parts)[1] if parts else None
 
 
 # log(n + 1.0) for n = 0, 1, 2...: a term's rarity is a difference of two of them. Grown on demand
@@ -361,6 +361,50 @@ class Probe:
         return bool(terms) and (own is None or now - own[1] > s.horizon)
 
 
+def _people(probe: Probe, now: float, s: ThreadSettings) -> list[tuple[str, float, str]]:
+    """The people signals of the message: (thread id, value, signal), in the order they add up."""
+    people: list[tuple[str, float, str]] = []
+    for _, pair, spoke in probe.named:
+        # Two people who talked to each other before most likely go on in that thread; the @ also
+        # pulls the message towards where the named person last spoke.
+        if pair is not None:
+            people.append((pair[0], s.weight_pair, "mention"))
+        if spoke is not None:
+            people.append((spoke[0], s.weight_mention, "mention"))
+    # The speaker's own recent activity counts too, fading over a few minutes so that someone back
+    # after a pause may open a new topic.
+    own = probe.own
+    if own is not None:
+        people.append((own[0], s.weight_speaker * fade(now - own[1], s.speaker_span), "speaker"))
+    asked = probe.asked
+    if asked is not None and (own is None or asked[1] >= own[1]):
+        people.append((asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed"))
+    return people
+
+
+def strongest_signal(probe: Probe, thread: ThreadState, now: float, s: ThreadSettings) -> str | None:
+    """The name of the strongest single signal of ``thread`` (as :func:`choose` names its winner),
+    or ``None`` where no signal points to it: what ties the message to a thread another scorer
+    chose, without scoring every other thread."""
+    people = _people(probe, now, s)
+    gap = s.gap
+    recent = s.weight_recent / gap
+    recency: dict[ThreadState, float] = {}
+    terms: dict[ThreadState, float] = {}
+    within = True  # choose() gives recency up to the first thread past the gap
+    for rank, candidate in enumerate(probe.tail, 1):
+        idle = now - candidate.last_at
+        within = within and idle < gap
+        if candidate is thread:
+            if within:
+                recency[thread] = recent * (gap - idle) / rank
+            hit = probe.hits.get(thread.bit)
+            if hit is not None and thread.last_at >= probe.horizon:
+                terms[thread] = s.weight_terms / probe.total * hit
+            break
+    return _reason(thread, people, recency, terms)
+
+
 def choose(
     chat: ChatState,
     message: ChatMessage,
@@ -385,23 +429,7 @@ def choose(
     # winner's parts only (see _reason). Keyed by the thread objects, which hash by identity: a
     # thread id would be one more cold string to read per scoring thread.
     scores: dict[ThreadState, float] = {}
-
-    people: list[tuple[str, float, str]] = []  # (thread id, value, signal) of the people signals
-    for _, pair, spoke in probe.named:
-        # Two people who talked to each other before most likely go on in that thread; the @ also
-        # pulls the message towards where the named person last spoke.
-        if pair is not None:
-            people.append((pair[0], s.weight_pair, "mention"))
-        if spoke is not None:
-            people.append((spoke[0], s.weight_mention, "mention"))
-    # The speaker's own recent activity counts too, fading over a few minutes so that someone back
-    # after a pause may open a new topic.
-    own = probe.own
-    if own is not None:
-        people.append((own[0], s.weight_speaker * fade(now - own[1], s.speaker_span), "speaker"))
-    asked = probe.asked
-    if asked is not None and (own is None or asked[1] >= own[1]):
-        people.append((asked[0], s.weight_addressed * fade(now - asked[1], s.addressed_span), "addressed"))
+    people = _people(probe, now, s)
     for tid, value, _ in people:
         if value > 0.0:
             scored = threads.get(tid)
@@ -444,7 +472,7 @@ def choose(
         best = max(scores, key=scores.__getitem__)
         score = scores[best]
         if score >= s.join_threshold:
-            return best, _reason(best, people, recency_values, term_values), score
+            return best, _reason(best, people, recency_values, term_values) or "recent", score
     if now - newest.last_at > gap:
         return None, "new", score
     if message.is_private:

@@ -50,6 +50,7 @@ from runtime.kernel._chatstate import (
     ThreadState,
     choose,
     remember,
+    strongest_signal,
 )
 from runtime.kernel._features import extract_terms
 from runtime.kernel._links import SHARE_EDGES, LinkWeights, asks, choose_link, link_options, load_weights
@@ -312,9 +313,12 @@ class ThreadTracker:
         more in its structure, so the summed signals (``choose``) decide first where they rest on it:
         someone @-ed or replied to who now speaks answers in that thread, an @ between two people who
         already talked by @ goes on where they did, and a newcomer's words join the thread that uses
-        them. Where the scorer picks the thread the signals pick too, the signals name the reason.
+        them. The scorer's thread is named by its strongest signal (``strongest_signal``: the one
+        ``choose`` would name, read for that thread alone instead of scoring every thread), or, where
+        no signal points to it, by the scorer's table that weighed most.
         A thread idle past the gap that holds next to none of a message's words (under the lowest
-        share the scorer buckets) is not joined by a message with no @: in a quiet group the same
+        share the scorer buckets) is not joined by a message with no @, unless the scorer's table
+        that weighed most is a mention or addressed one: in a quiet group the same
         few people start one topic after another, and "the thread they spoke in" would chain them.
         "New" within the gap of the latest thread still joins it in a private chat (design/0002 §4's
         rule: two people, one conversation at a time) and, with ``chatter_joins_recent``, for
@@ -324,25 +328,21 @@ class ThreadTracker:
         if not chat.threads:
             return None, "new", 0.0
         # Both scorers read the same people, threads and postings: once (see Probe). The signals are
-        # asked first only when their choice can rest on QQ's structure; otherwise only where they
-        # may name the reason of the scorer's thread.
+        # asked only when their choice can rest on QQ's structure.
         probe = Probe(chat, message, terms, now, s)
-        ruled = None
         if probe.may_rule(terms, now, s):
             ruled = choose(chat, message, terms, now, s, probe)
             if ruled[0] is not None and _explicit(chat, message, ruled[1], now, s):
                 return ruled
         choice = link_options(chat, message, terms, now, s, probe)
-        target, reason, score = choose_link(choice, self._weights)
+        target, weighed, score = choose_link(choice, self._weights)
+        reason = weighed
         if target is not None:
-            if ruled is None:
-                ruled = choose(chat, message, terms, now, s, probe)
-            if target is ruled[0]:
-                reason = ruled[1]
+            reason = strongest_signal(probe, target, now, s) or weighed
         if (
             target is not None
             and terms
-            and reason not in ("mention", "addressed")
+            and weighed not in ("mention", "addressed")
             and now - target.last_at > s.gap
             and not message.mentions
             and _share(probe, target) < SHARE_EDGES[0]
@@ -358,12 +358,13 @@ class ThreadTracker:
 
     def link_features(self, message: ChatMessage) -> tuple[tuple[str, ...], list[tuple[int, ...]]]:
         """For fitting the link scorer: the candidate threads' ids for ``message`` and every option's
-        feature ids (the candidates', then "new"'s), from the tracker's state as it stands. Changes
-        nothing."""
+        feature ids (the candidates', then "new"'s), from the tracker's state as it stands. Every
+        recent thread within the horizon is a candidate here (see ``link_options``'s ``every``).
+        Changes nothing."""
         s = self._settings
         chat = self._chats.get(message.chat_id) or ChatState()
         terms = extract_terms(message.text, s.max_feature_chars, s.max_terms_per_message)
-        choice = link_options(chat, message, terms, message.time, s)
+        choice = link_options(chat, message, terms, message.time, s, every=True)
         return tuple(thread.id for thread in choice.threads), choice.features
 
     def restore(self, messages: Iterable[RestoredMessage], now: float) -> int:

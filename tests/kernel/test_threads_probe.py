@@ -4,17 +4,20 @@ where they can matter: it must place every message exactly as asking them every 
 Seeded random streams (groups and a private chat, @s, replies to known and unknown ids, pauses past
 the gap and the horizon, clocks that step back) are fed to the tracker and to a reference that
 asks the signals (``choose``, with a probe of its own) before the scorer on every message, as the
-tracker did before it learned to skip them; every assignment must be equal, score included.
+tracker did before it learned to skip them, and names the scorer's thread as the signals do where
+they would join it too; every assignment must be equal, reason and score included.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 
 import pytest
 
-from runtime.kernel._chatstate import ChatState, Probe, ThreadState, choose
+from runtime.kernel import threads
+from runtime.kernel._chatstate import ChatState, Probe, ThreadState, choose, strongest_signal
 from runtime.kernel._features import extract_terms
 from runtime.kernel._links import SHARE_EDGES, choose_link, link_options
 from runtime.kernel.message import ChatKind, ChatMessage
@@ -102,10 +105,13 @@ class AlwaysAsking(ThreadTracker):
         ruled = choose(chat, message, terms, now, s)
         if ruled[0] is not None and _explicit(chat, message, ruled[1], now, s):
             return ruled
-        target, reason, score = choose_link(link_options(chat, message, terms, now, s), self._weights)
-        if target is not None and target is ruled[0]:
-            reason = ruled[1]
-        if target is not None and terms and reason not in ("mention", "addressed"):
+        target, weighed, score = choose_link(link_options(chat, message, terms, now, s), self._weights)
+        reason = weighed
+        if target is not None and target is ruled[0] and ruled[2] >= s.join_threshold:
+            reason = ruled[1]  # the signals' own name for the thread they would join
+        elif target is not None:
+            reason = strongest_signal(Probe(chat, message, terms, now, s), target, now, s) or weighed
+        if target is not None and terms and weighed not in ("mention", "addressed"):
             hits, total = chat.term_hits(terms, target.bit)
             share = hits.get(target.bit, 0.0) / total if total else 0.0
             if now - target.last_at > s.gap and not message.mentions and share < SHARE_EDGES[0]:
@@ -203,3 +209,46 @@ def test_scoring_by_codes_sums_the_weights_of_the_feature_ids(seed: int) -> None
                 scored += 1
         tracker.assign(message)
     assert scored > 100
+
+
+def test_past_the_latest_thread_only_threads_the_message_shares_something_with_are_scored() -> None:
+    tracker = ThreadTracker()
+    s = tracker.settings
+    say = [
+        ("u1", "显卡 驱动 蓝屏", ()),
+        ("u2", "香山 红叶 爬山", ()),
+        ("u3", "球赛 点球", ()),
+        ("u4", "火锅 周末", ()),
+        ("u5", "电影 门票", ()),
+    ]
+    for number, (sender, text, at) in enumerate(say):
+        tracker.assign(
+            ChatMessage(f"m{number}", ChatKind.GROUP, "1", sender, sender, START + 400.0 * number, text, at)
+        )
+    # Five threads, one per topic (each past the gap of the one before). u3 comes back about the
+    # graphics card, naming u2: the latest thread, the card's, u3's own and u2's are scored.
+    later = ChatMessage(
+        "m9", ChatKind.GROUP, "1", "u3", "u3", START + 1_700.0, "显卡 驱动 还是 蓝屏", ("u2",)
+    )
+    chat = tracker._chats["group:1"]
+    terms = extract_terms(later.text, s.max_feature_chars, s.max_terms_per_message)
+    every = link_options(chat, later, terms, later.time, s, every=True).threads
+    scored = link_options(chat, later, terms, later.time, s).threads
+    assert len(every) == 5
+    by_topic = {next(iter(thread.participants)): thread for thread in every}
+    assert scored == [by_topic["u5"], by_topic["u3"], by_topic["u2"], by_topic["u1"]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_leaving_out_threads_that_share_nothing_places_every_message_as_scoring_them(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    messages = stream(seed, 600)
+    with monkeypatch.context() as patch:
+        patch.setattr(threads, "link_options", functools.partial(link_options, every=True))
+        reference = ThreadTracker()
+        want = [reference.assign(message) for message in messages]
+    tracker = ThreadTracker()
+    for message, expected in zip(messages, want, strict=True):
+        got = tracker.assign(message)
+        assert (got.thread, got.created, got.reason) == (expected.thread, expected.created, expected.reason)
