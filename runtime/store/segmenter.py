@@ -109,6 +109,13 @@ def _guarded(fast: Callable[..., list[str]], reference: Cut) -> Cut:
             return fast(text, hmm=False)
         except UnicodeEncodeError:  # a lone surrogate: jieba takes it as one more character
             return reference(text)
+        except BaseException as exc:
+            # A panic inside the compiled code surfaces as pyo3's PanicException, a BaseException:
+            # the text is cut by jieba instead of the writer thread dying with it.
+            if type(exc).__name__ != "PanicException":
+                raise
+            log.warning("store.segmenter_panic", text_chars=len(text), error=repr(exc))
+            return reference(text)
 
     return cut
 

@@ -293,6 +293,24 @@ def test_the_accelerator_that_agrees_is_chosen_with_one_line() -> None:
     ]
 
 
+class PanicException(BaseException):
+    """What a panic inside compiled code raises through pyo3 (not an ``Exception``)."""
+
+
+def test_a_panic_in_the_accelerator_is_cut_by_jieba_and_logged() -> None:
+    def panics_on_long(text: str, hmm: bool = True) -> list[str]:
+        if len(text) > 100:
+            raise PanicException("index out of bounds")
+        return list(jieba.cut_for_search(text, HMM=hmm))
+
+    chosen, _ = choose(lambda name: fake_accelerator(panics_on_long))
+    assert chosen.name == "rjieba"
+    text = "周末一起去爬山吗" * 20
+    with capture_logs() as logs:
+        assert chosen.cut_for_search(text) == list(jieba.cut_for_search(text, HMM=False))
+    assert [line["event"] for line in logs] == ["store.segmenter_panic"]
+
+
 # A process without rjieba (as on a machine where it failed to install): it writes a real SQLite
 # store, logs which segmenter it has, and prints the index it made.
 WITHOUT_ACCELERATOR = """
