@@ -224,24 +224,29 @@ class StatePersistence:
     async def _save(self) -> SaveReport:
         events = 0
         saved = self._saved
-        seen: set[str] = set()
-        for event in self._kernel.events.list():
-            seen.add(event.id)
+        store = self._kernel.events
+        # First what changed, in one pass that allocates nothing the collector tracks: the kernel
+        # keeps up to a hundred thousand events, and a young collection running while a copy of
+        # all of them (and a set of their ids) was alive walked every one.
+        changed: list[BotEvent] = []
+        for event in store.list():
             previous = saved.get(event.id)
             if previous is event:
                 continue
-            terminal = event.state in TERMINAL_STATES
-            if terminal and previous is None:
+            if previous is None and event.state in TERMINAL_STATES:
                 continue  # never pending in the store (chatter recorded as skipped): nothing to update
+            changed.append(event)
+        gone = [event_id for event_id in saved if store.get(event_id) is None]
+        for event in changed:
             await self._writer.put(event_record(event))
             events += 1
-            if terminal:
-                del saved[event.id]
+            if event.state in TERMINAL_STATES:
+                saved.pop(event.id, None)
             else:
                 saved[event.id] = event
-        for gone in [event_id for event_id in saved if event_id not in seen]:
-            del saved[gone]
-            await self._store.delete_event(gone)
+        for event_id in gone:
+            saved.pop(event_id, None)
+            await self._store.delete_event(event_id)
         lexicon_rows = await save_lexicon_changes(self._store, self._kernel.lexicon.take_changes())
         ledger_rows = 0
         for entry in self._ledger.take_dirty():
