@@ -41,9 +41,6 @@ class DeferredWrites:
         self._last: asyncio.Future[None] | None = None
         self._session_steps: int | None = None
 
-    def __len__(self) -> int:
-        return self._count
-
     def add(self, part: str, call: Callable[[], Awaitable[object]]) -> None:
         """Write ``call()`` after the writes added before it; a failure degrades ``part``."""
         index = self._count
@@ -74,9 +71,6 @@ class DeferredWrites:
     def session_opened(self) -> None:
         """The writes added so far put the packet's session on disk."""
         self._session_steps = self._count
-
-    def done(self) -> bool:
-        return self._last is None or self._last.done()
 
     async def wait(self) -> None:
         """Until every write added so far is done. A waiter cancelled meanwhile leaves them running."""
