@@ -95,6 +95,11 @@ class Dispatcher:
         # than the dispatching itself).
         self._idle: anyio.Event | None = None
 
+    @property
+    def submitted(self) -> int:
+        """Jobs submitted since start (one per message taken, and the few commands and notices)."""
+        return self._submitted
+
     def start(self, task_group: TaskGroup) -> None:
         """Start the workers in ``task_group`` (the lifespan's)."""
         if self._started:

@@ -47,7 +47,13 @@ from plugins.greywind.gateway import (
 )
 from plugins.greywind.journal import JOURNAL_DIR, InboundJournal, JournalKey, JournalStatistics
 from plugins.greywind.journal_replay import JournalReplay, event_key
-from plugins.greywind.looplag import CollectorPauses, CollectorTuning, LoopLagMonitor, LoopLagStatistics
+from plugins.greywind.looplag import (
+    CollectorPauses,
+    CollectorTuning,
+    LoopLagMonitor,
+    LoopLagStatistics,
+    YoungCollections,
+)
 from plugins.greywind.notices import apply_to_gates, interpret_notice
 from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics, GuardedAdapter
 from plugins.greywind.outbound import (
@@ -168,6 +174,7 @@ class Edge:
         self.loop_lag = LoopLagMonitor()
         self.collector = CollectorPauses()
         self.collector_tuning = CollectorTuning()
+        self.young_collections = YoungCollections(lambda: self.dispatcher.submitted)
         self.stall_trace = StallTrace.from_env(self._env)  # off unless GREYWIND_STALL_TRACE is set
         self.context = EdgeContext(
             config=config,
@@ -238,6 +245,7 @@ class Edge:
         self.collector_tuning.apply()  # start-up is done: what it built lives as long as the process
         # Stalls and collections from here on, while serving (start-up's one collection is not one).
         task_group.start_soon(self.loop_lag.run, name="greywind-loop-lag")
+        task_group.start_soon(self.young_collections.run, name="greywind-young-collections")
         if self.stall_trace is not None:
             task_group.start_soon(self.stall_trace.run, name="greywind-stall-trace")
         self.collector.install()
@@ -596,7 +604,8 @@ class Edge:
         lines.append(
             f"事件循环延迟 p50 {lag.p50_ms:.0f} ms p95 {lag.p95_ms:.0f} ms，最长 {lag.max_ms:.0f} ms"
             f"（启动以来 {lag.worst_ms:.0f} ms）；完整垃圾回收 {self.collector.full} 次，"
-            f"最长 {self.collector.longest_ms:.0f} ms"
+            f"最长 {self.collector.longest_ms:.0f} ms；年轻代回收 {self.collector.young} 次，"
+            f"最长 {self.collector.young_longest_ms:.0f} ms"
         )
         closed = self.gates.closed(self.clock())
         if closed:

@@ -6,8 +6,8 @@ a garbage-collector pause) delays every message of every chat by as long, and sh
 frames pile up before the dispatcher, whose own queue waits stay at zero. The lateness of a timer
 is that delay, measured from inside the loop; ``/status`` shows its recent percentiles and the worst.
 
-One known holder is timed on its own: :class:`CollectorPauses` notes each full (oldest-generation)
-garbage collection, so a long lag can be told apart from one.
+One known holder is timed on its own: :class:`CollectorPauses` notes every garbage collection, the
+full (oldest-generation) ones apart, so a long lag can be told apart from one.
 
 And kept short: :class:`CollectorTuning`, applied once start-up is done, freezes what start-up built
 (NoneBot, pydantic's schemas, the restored state: hundreds of thousands of objects that live as long
@@ -16,6 +16,15 @@ sets the thresholds so young collections run every few thousand allocations inst
 messages and the middle generation stays small (``COLLECTOR_THRESHOLDS``). Undone at stop: what is
 frozen is never collected, so a process that starts an edge again (the tests do) must not keep
 freezing.
+
+And paced by the work, not by allocations: CPython starts a young collection when the tracked
+objects allocated *minus those freed* pass the threshold. Once the bot's bounded buffers are full,
+each message's new records replace old ones, so that net count barely moves while the young
+generation fills with survivors: the collection comes late and walks all of them at once (40,000 to
+100,000 records in the soak, 50 to 160 ms with every chat held). :class:`YoungCollections` collects
+the young and middle generations itself after every ``every`` messages, so each walk holds the
+survivors of that many messages only; every survivor is still walked once per generation it passes,
+so the total is the same, in short pieces.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ __all__ = [
     "CollectorTuning",
     "LoopLagMonitor",
     "LoopLagStatistics",
+    "YoungCollections",
 ]
 
 # gc.set_threshold's three numbers once start-up is done. A collection walks every object in the
@@ -43,10 +53,12 @@ __all__ = [
 # young collection per 5,000 net allocations of tracked objects (the default 700 is one every few
 # messages at a busy bot's rate; 20,000 made each young collection walk ~24,000 objects and each
 # middle one, per 20 young, the survivors of all 20, ~260,000 objects: a 300 ms stall every ~17,000
-# messages), a middle one per 10 young (~30,000 objects), and a full one considered per 400 middle
-# ones, as rarely as before: one per 20 million allocations (it still runs only when the objects that
-# survived since the last one are a quarter of those it walks).
-COLLECTOR_THRESHOLDS = (5_000, 10, 400)
+# messages), a middle one per 10 young (~30,000 objects), and a full one considered per 1,500 middle
+# ones. Middle collections also come from :class:`YoungCollections`, one per 1,000 messages (the
+# thresholds alone ran one per ~3,500 once the buffers were full, and considered a full one per 400):
+# 1,500 keeps full collections as rare as they were, one per ~1.5 million messages (and one runs only
+# when the objects that survived since the last are a quarter of those it walks).
+COLLECTOR_THRESHOLDS = (5_000, 10, 1_500)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,17 +110,22 @@ class LoopLagMonitor:
 
 
 class CollectorPauses:
-    """Full garbage collections (generation 2) since :meth:`install`: how many, and the longest.
+    """Garbage collections since :meth:`install`: how many, and the longest, the full ones
+    (generation 2) apart from the young and middle ones.
 
-    Such a collection walks every tracked object the process holds, with the loop stopped; at the
-    scale of a busy bot's state it can take hundreds of milliseconds.
+    A collection walks every tracked object in the generations it collects, with the loop stopped;
+    a full one walks all the process holds, at the scale of a busy bot's state hundreds of
+    milliseconds. The young and middle ones are kept short by :class:`CollectorTuning` and
+    :class:`YoungCollections`; their longest shows whether they are.
     """
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self._clock = clock
         self._started: float | None = None
         self.full = 0
-        self.longest_ms = 0.0
+        self.longest_ms = 0.0  # the longest full collection
+        self.young = 0  # young and middle collections
+        self.young_longest_ms = 0.0
 
     def install(self) -> None:
         if self._callback not in gc.callbacks:
@@ -119,14 +136,61 @@ class CollectorPauses:
             gc.callbacks.remove(self._callback)
 
     def _callback(self, phase: str, info: dict[str, int]) -> None:
-        if info.get("generation") != 2:
-            return
         if phase == "start":
             self._started = self._clock()
-        elif self._started is not None:
+            return
+        if self._started is None:
+            return
+        took = (self._clock() - self._started) * 1000
+        self._started = None
+        if info.get("generation") == 2:
             self.full += 1
-            self.longest_ms = max(self.longest_ms, (self._clock() - self._started) * 1000)
-            self._started = None
+            self.longest_ms = max(self.longest_ms, took)
+        else:
+            self.young += 1
+            self.young_longest_ms = max(self.young_longest_ms, took)
+
+
+class YoungCollections:
+    """A young-and-middle collection after every ``every`` messages, checked each ``interval``.
+
+    ``work`` counts the messages taken so far (it only grows). Each collection walks what the
+    messages since the last one left alive, and hands it to the oldest generation, so the
+    collections the thresholds would start late, over far more, do not come.
+    """
+
+    def __init__(
+        self,
+        work: Callable[[], int],
+        *,
+        every: int = 1_000,
+        interval: float = 0.25,
+        collect: Callable[[int], object] = gc.collect,
+    ) -> None:
+        if every < 1 or interval <= 0:
+            raise ValueError("young collections need a positive interval and at least one message between")
+        self._work = work
+        self._every = every
+        self._interval = interval
+        self._collect = collect
+        self._last = work()
+        self.collections = 0
+
+    async def run(self) -> None:
+        """Check every ``interval`` until cancelled."""
+        while True:
+            await anyio.sleep(self._interval)
+            self.check()
+
+    def check(self) -> bool:
+        """Collect if ``every`` messages came since the last collection; whether it did."""
+        done = self._work()
+        if done - self._last < self._every:
+            return False
+        self._last = done
+        self._collect(1)
+        self.collections += 1
+        return True
 
 
 class CollectorTuning:

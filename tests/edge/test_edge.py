@@ -438,6 +438,18 @@ async def test_the_collector_is_tuned_while_serving_and_put_back_at_stop(tmp_pat
         assert edge.collector.full == 0
         gc.collect()
         assert edge.collector.full == 1
+
+        async def nothing() -> None:
+            pass
+
+        # A young collection per 1,000 messages taken, however few objects they left.
+        for n in range(1_000):
+            await edge.dispatcher.submit(f"chat-{n % 7}", nothing)
+        with anyio.fail_after(5):
+            while edge.young_collections.collections < 1:  # noqa: ASYNC110 - a counter, not an event
+                await anyio.sleep(0.05)
+        assert edge.collector.young >= 1
+        assert "年轻代回收" in edge.status_text()
     finally:
         await edge.stop()
     assert gc.get_threshold() == before

@@ -9,7 +9,7 @@ from collections import deque
 import anyio
 import pytest
 
-from plugins.greywind.looplag import CollectorPauses, CollectorTuning, LoopLagMonitor
+from plugins.greywind.looplag import CollectorPauses, CollectorTuning, LoopLagMonitor, YoungCollections
 
 
 @pytest.mark.anyio
@@ -120,3 +120,54 @@ def test_no_collection_while_serving_walks_the_state_a_busy_bot_keeps() -> None:
     assert walked, "no collection ran"
     assert all(generation < 2 for generation, _ in walked)
     assert max(objects for _, objects in walked) <= 80_000  # a fifth of the state at most
+
+
+def _serve_with_full_buffers(messages: int, sweeps: YoungCollections | None) -> tuple[list[int], int]:
+    """A bot whose bounded buffers are full: each message's kept records replace as many old ones.
+    The objects each collection walked (its generations' objects at its start), and the most the
+    young and middle generations held (what the next collection of them would walk)."""
+    walked: list[int] = []
+    held = 0
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            walked.append(sum(len(gc.get_objects(g)) for g in range(info["generation"] + 1)))
+
+    state: deque[object] = deque(maxlen=60_000)
+    tuning = CollectorTuning()
+    for n in range(60_000):  # the buffers, filled at start-up
+        state.append(_Kept(n, [n]))
+    tuning.apply()
+    gc.callbacks.append(note)
+    try:
+        for n in range(messages):
+            scratch = [[n, i] for i in range(10)]  # garbage, freed at once
+            state.extend(_Kept(n, parts) for parts in scratch[:5])  # kept, replacing old records
+            del scratch
+            _taken[0] += 1
+            if sweeps is not None and n % 50 == 0:  # the sweeps' task wakes between messages
+                sweeps.check()
+            if n % 1_000 == 999:
+                held = max(held, len(gc.get_objects(0)) + len(gc.get_objects(1)))
+    finally:
+        gc.callbacks.remove(note)
+        tuning.undo()
+    return walked, held
+
+
+_taken = [0]  # messages taken, for the sweeps
+
+
+def test_young_collections_come_by_messages_when_full_buffers_keep_net_allocations_flat() -> None:
+    """Each message keeps records that replace old ones, so the tracked objects allocated minus
+    those freed barely grow: left to its thresholds, the collector lets the young generation fill
+    with the survivors of tens of thousands of messages and walks them all at once, with every chat
+    held. Collected after every 1,000 messages, a walk holds about 1,000 messages' survivors."""
+    _, held_late = _serve_with_full_buffers(20_000, None)
+    sweeps = YoungCollections(lambda: _taken[0], every=1_000)
+    walked, held = _serve_with_full_buffers(20_000, sweeps)
+    assert held_late > 100_000  # the records of most of the 20,000 messages, waiting for one walk
+    assert sweeps.collections >= 19
+    assert walked
+    assert max(walked) <= 25_000  # 1,000 to 1,050 messages' worth: 5 records and 5 lists each
+    assert held <= 25_000
