@@ -53,12 +53,12 @@ __all__ = [
 # young collection per 5,000 net allocations of tracked objects (the default 700 is one every few
 # messages at a busy bot's rate; 20,000 made each young collection walk ~24,000 objects and each
 # middle one, per 20 young, the survivors of all 20, ~260,000 objects: a 300 ms stall every ~17,000
-# messages), a middle one per 10 young (~30,000 objects), and a full one considered per 1,500 middle
-# ones. Middle collections also come from :class:`YoungCollections`, one per 1,000 messages (the
+# messages), a middle one per 10 young (~30,000 objects), and a full one considered per 6,000 middle
+# ones. Middle collections also come from :class:`YoungCollections`, one per 250 messages (the
 # thresholds alone ran one per ~3,500 once the buffers were full, and considered a full one per 400):
-# 1,500 keeps full collections as rare as they were, one per ~1.5 million messages (and one runs only
+# 6,000 keeps full collections as rare as they were, one per ~1.5 million messages (and one runs only
 # when the objects that survived since the last are a quarter of those it walks).
-COLLECTOR_THRESHOLDS = (5_000, 10, 1_500)
+COLLECTOR_THRESHOLDS = (5_000, 10, 6_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +163,7 @@ class YoungCollections:
         self,
         work: Callable[[], int],
         *,
-        every: int = 1_000,
+        every: int = 250,
         interval: float = 0.25,
         collect: Callable[[int], object] = gc.collect,
     ) -> None:

@@ -442,8 +442,8 @@ async def test_the_collector_is_tuned_while_serving_and_put_back_at_stop(tmp_pat
         async def nothing() -> None:
             pass
 
-        # A young collection per 1,000 messages taken, however few objects they left.
-        for n in range(1_000):
+        # A young collection per 250 messages taken, however few objects they left.
+        for n in range(250):
             await edge.dispatcher.submit(f"chat-{n % 7}", nothing)
         with anyio.fail_after(5):
             while edge.young_collections.collections < 1:  # noqa: ASYNC110 - a counter, not an event
