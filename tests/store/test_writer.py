@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from runtime.config.store import StoreConfig
 from runtime.store.errors import StoreClosedError, StoreWriteError, WriterError
 from runtime.store.memory import MemoryStore
-from runtime.store.records import EventRecord, SpeechRecord, StoredMessage, WriteItem
+from runtime.store.records import EventRecord, SpeechRecord, StoredMessage, UserProfile, WriteItem
 from runtime.store.sqlite import SqliteStore
 from runtime.store.writer import StoreWriter, WriterFullError
+from runtime.urgency import AddressedWork, addressed
 
 pytestmark = pytest.mark.asyncio
 
@@ -273,3 +276,44 @@ async def test_a_commit_stuck_past_the_close_deadline_is_abandoned_and_counted()
         await writer.aclose(timeout=0.2)
     await asyncio.wait_for(task, 1.0)
     assert await stored_ids(store) == []
+
+
+async def test_a_batch_that_made_way_for_an_at_and_then_failed_retries_only_the_rest(tmp_path: Path) -> None:
+    # Speeches are plain inserts: a batch written twice would count every one of them twice.
+    config = StoreConfig(write_wait_ms=300, lock_backoff_ms=10)
+    store = await SqliteStore.open(tmp_path / "greywind.sqlite3", config=config)
+    inserted = [0]
+
+    def slow_speech() -> None:
+        inserted[0] += 1
+        time.sleep(0.002)
+
+    try:
+        await store._db.create_function("slow_speech", 0, slow_speech)
+        await store._db.create_function("slow_profile", 0, lambda: time.sleep(0.5))
+        await store._db.execute(
+            "CREATE TEMP TRIGGER s AFTER INSERT ON speech_log BEGIN SELECT slow_speech(); END"
+        )
+        await store._db.execute(
+            "CREATE TEMP TRIGGER p AFTER INSERT ON user_profiles BEGIN SELECT slow_profile(); END"
+        )
+        async with StoreWriter(store, flush_interval=0.01, retry_backoff=0.01) as writer:
+            for i in range(300):
+                await writer.put(SpeechRecord(G1, float(i)))
+            while inserted[0] < 30:  # noqa: ASYNC110 - the batch is in the connection's thread
+                await asyncio.sleep(0.002)
+            with addressed(AddressedWork()):
+                # In the database for longer than the writer waits: the rest of its batch fails once.
+                await store.upsert_user_profile(UserProfile("u1", "Alice", updated_at=1.0))
+            await writer.flush()
+            stats = writer.statistics()
+        assert stats.written == 300
+        assert stats.failures >= 1
+        assert "StoreLockedError" in (stats.last_error or "")
+        speeches = await store.recent_speeches(G1, since=0.0)
+        assert sorted(s.time for s in speeches) == [float(i) for i in range(300)]  # each once
+        rows = await store._rows("SELECT time FROM speech_log ORDER BY rowid")
+        assert [row[0] for row in rows] == [float(i) for i in range(300)]  # in the order put
+        assert await store.get_user_profile("u1") is not None
+    finally:
+        await store.close()
