@@ -9,10 +9,10 @@ fresh chat's forced episode until it calls the model) are handed the lock before
 each line in arrival order. A running statement is never interrupted, and the others wait only
 while addressed work is queued, which the mark bounds (:data:`runtime.urgency.HOLD_LIMIT`).
 
-A long transaction in the lock's hands (the writer's batch of hundreds of messages under a flood)
-asks :meth:`AddressedFirstLock.wanted` between its statements, from the connection's thread, and
-commits early when anyone waits: the @ (and the write behind it) waits for a few rows, not for the
-whole batch.
+The store's single-trip transactions hold the write lock only while they queue on the connection's
+thread; a long one there (the writer's batch of hundreds of messages under a flood) asks
+:meth:`AddressedFirstLock.wanted` (and the thread's queue) between its statements and commits early
+when anyone waits: the @ waits for a few rows, not for the whole batch.
 """
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ class SqliteStore(ContextTables, LayerTables):
         indexed = await asyncio.to_thread(lambda: [index_text(t) for t in texts]) if texts else []
         it = iter(indexed)
         statements = [_statements(item, it) for item in items]
-        wanted = self._lock.wanted
+        wanted = self._wanted
         applied = 0
         while applied < len(statements):
             start = applied
