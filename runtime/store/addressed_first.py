@@ -8,6 +8,11 @@ is an asyncio lock whose waiters inside addressed work (:func:`runtime.urgency.i
 fresh chat's forced episode until it calls the model) are handed the lock before any other waiter;
 each line in arrival order. A running statement is never interrupted, and the others wait only
 while addressed work is queued, which the mark bounds (:data:`runtime.urgency.HOLD_LIMIT`).
+
+The store's single-trip transactions hold the write lock only while they queue on the connection's
+thread; a long one there (the writer's batch of hundreds of messages under a flood) asks
+:meth:`AddressedFirstLock.wanted` (and the thread's queue) between its statements and commits early
+when anyone waits: the @ waits for a few rows, not for the whole batch.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ class AddressedFirstLock:
 
     def locked(self) -> bool:
         return self._held
+
+    def wanted(self) -> bool:
+        """Someone waits for the lock. Safe to ask from another thread (two length reads; a waiter
+        leaves its line when it is granted the lock or gives up)."""
+        return len(self._urgent) > 0 or len(self._others) > 0
 
     async def acquire(self) -> bool:
         if not self._held:

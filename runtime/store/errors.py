@@ -11,6 +11,8 @@
     │                       and every retry
     ├── StoreWriteError     a write failed (full disk, I/O error, read-only file); the transaction
     │                       was rolled back, so the batch can be retried whole
+    ├── PartlyWrittenError  a batch that made way for another write mid-way failed after that: its
+    │                       first ``applied`` items are committed, the rest can be retried
     ├── StoreReadError      a read failed on a database server (PostgreSQL: the connection dropped)
     ├── StoreLeaseError     another process owns an account this one would serve (PostgreSQL
     │                       leases), or this process lost the lease it held
@@ -73,6 +75,17 @@ class StoreLockedError(StoreError):
 
 class StoreWriteError(StoreError):
     """Raised when SQLite refuses a write for a reason other than a lock; nothing of it was applied."""
+
+
+class PartlyWrittenError(StoreError):
+    """Raised by a batch write that committed its first ``applied`` items to let another write in
+    (:meth:`~runtime.store.addressed_first.AddressedFirstLock.wanted`) and then failed on the rest;
+    ``error`` is that failure (also the ``__cause__``). The rest can be retried alone."""
+
+    def __init__(self, applied: int, error: Exception) -> None:
+        super().__init__(f"the first {applied} item(s) were written, then: {type(error).__name__}: {error}")
+        self.applied = applied
+        self.error = error
 
 
 class StoreReadError(StoreError):

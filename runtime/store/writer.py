@@ -2,7 +2,8 @@
 
 Producers ``await writer.put(item)`` (or ``put_nowait``); a background loop (``run``, started by the
 lifespan's task group, or ``async with writer``) gathers what arrived during one flush interval — or
-up to ``flush_max_items`` — and commits it with one ``store.write(batch)``: one transaction.
+up to ``flush_max_items`` — and commits it with one ``store.write(batch)``: one transaction (cut
+short where another write waits for the database, the rest in the next).
 
 Guarantees:
 
@@ -10,6 +11,9 @@ Guarantees:
   bounded; a full queue makes ``put`` wait (``put_nowait`` raises ``WriterFullError``). The message
   path must never wait on storage, so it calls ``offer``: on a full queue the item is dropped,
   counted in ``dropped`` and logged (``store.writes_dropped``, with counts, at most every few seconds).
+- **A batch holds nobody up.** The store may commit a batch in parts to let another write in
+  between, an @'s own above all (``PartlyWrittenError`` when a later part fails): order is kept,
+  and a retry repeats only what is not in.
 - **Failed writes are retried.** A ``StoreError`` (full disk, I/O error, a lock held too long) keeps
   the batch and retries it with exponential backoff, forever, logging and counting each failure;
   meanwhile the queue fills (``put`` waits, ``offer`` drops). ``failing_since`` says since when the
@@ -41,7 +45,7 @@ from types import TracebackType
 import structlog
 
 from runtime.config.store import StoreConfig
-from runtime.store.errors import StoreClosedError, StoreError, WriterError
+from runtime.store.errors import PartlyWrittenError, StoreClosedError, StoreError, WriterError
 from runtime.store.records import (
     ActivationDone,
     EventRecord,
@@ -288,6 +292,13 @@ class StoreWriter:
             started = time.perf_counter()
             try:
                 await self._store.write(batch)
+            except PartlyWrittenError as exc:
+                # The batch made way for another write, then failed: what went in is written, the
+                # rest is tried again at once (a second failure takes the paths below).
+                self._failure(exc.error, len(batch) - exc.applied, 0.0)
+                self._counted(exc.applied)
+                batch = batch[exc.applied :]
+                continue
             except StoreClosedError as exc:
                 # Retrying cannot help: the store is gone. Loud, with the count of what is lost.
                 self._failure(exc, len(batch), 0.0)
@@ -324,11 +335,14 @@ class StoreWriter:
             if self._failing_since is not None:
                 log.info("store.write_recovered", failures=self._failures, queued=self._queue.qsize())
                 self._failing_since = None
-            self._written += len(batch)
-            self._done += len(batch)
+            self._counted(len(batch))
             self._batches += 1
             self._max_batch = max(self._max_batch, len(batch))
             return
+
+    def _counted(self, written: int) -> None:
+        self._written += written
+        self._done += written
 
     def _failure(self, exc: BaseException, size: int, retry_in: float) -> None:
         self._failures += 1

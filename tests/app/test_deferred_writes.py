@@ -8,7 +8,6 @@ the gate, and what a restart finds on disk is what it found when the writes came
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from structlog.testing import capture_logs
 from runtime.store.errors import StoreWriteError
 from runtime.store.records import OPEN_SESSION_STATES, SessionState
 from tests.app.conftest import Harness, make_config, running
+from tests.app.context_writes import Write, until, wrap_context_writes
 from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.asyncio
@@ -29,9 +29,8 @@ ASK = "灰风 帮我规划一下周末的露营路线"
 
 def gate_writes(h: Harness, gate: anyio.Event, written: list[str]) -> None:
     """The store's topic-thread and session writes wait for ``gate``; each one done is noted."""
-    store = h.runtime.store
 
-    def gated(name: str, write: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+    def gated(name: str, write: Write) -> Write:
         async def wait_then_write(row: Any) -> None:
             await gate.wait()
             await write(row)
@@ -39,15 +38,7 @@ def gate_writes(h: Harness, gate: anyio.Event, written: list[str]) -> None:
 
         return wait_then_write
 
-    store.upsert_topic_thread = gated("thread", store.upsert_topic_thread)  # type: ignore[method-assign,assignment]
-    store.upsert_session = gated("session", store.upsert_session)  # type: ignore[method-assign,assignment]
-
-
-async def until(check: Callable[[], bool], within: float = 10.0) -> bool:
-    with anyio.move_on_after(within):
-        while not check():  # noqa: ASYNC110 - the model server's thread and the store: no events
-            await anyio.sleep(0.01)
-    return check()
+    wrap_context_writes(h.runtime.store, gated)
 
 
 async def test_the_model_is_asked_while_the_packets_writes_wait_and_the_reply_comes_after_them(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,9 +11,10 @@ import pytest
 
 from runtime.store.errors import StoreClosedError, StoreWriteError, WriterError
 from runtime.store.memory import MemoryStore
-from runtime.store.records import EventRecord, SpeechRecord, StoredMessage, WriteItem
+from runtime.store.records import EventRecord, SpeechRecord, StoredMessage, UserProfile, WriteItem
 from runtime.store.sqlite import SqliteStore
 from runtime.store.writer import StoreWriter, WriterFullError
+from runtime.urgency import AddressedWork, addressed
 
 pytestmark = pytest.mark.asyncio
 
@@ -273,3 +275,44 @@ async def test_a_commit_stuck_past_the_close_deadline_is_abandoned_and_counted()
         await writer.aclose(timeout=0.2)
     await asyncio.wait_for(task, 1.0)
     assert await stored_ids(store) == []
+
+
+async def test_a_batch_makes_way_for_a_write_and_a_failure_after_that_retries_only_the_rest(
+    tmp_path: Path,
+) -> None:
+    # Speeches are plain inserts: a batch written twice would count every one of them twice.
+    store = await SqliteStore.open(tmp_path / "greywind.sqlite3")
+    inserted = [0]
+
+    def slow_speech() -> None:
+        inserted[0] += 1
+        time.sleep(0.002)
+
+    # A message whose time SQLite cannot take: the batch fails on it after it made way.
+    bad = StoredMessage(G1, "bad", "u1", "Alice", 2**70, "坏的")  # type: ignore[arg-type]
+    items: list[WriteItem] = [SpeechRecord(G1, float(i)) for i in range(200)]
+    items += [bad, *(SpeechRecord(G1, float(i)) for i in range(200, 210))]
+    try:
+        await store._db.create_function("slow_speech", 0, slow_speech)
+        await store._db.execute(
+            "CREATE TEMP TRIGGER s AFTER INSERT ON speech_log BEGIN SELECT slow_speech(); END"
+        )
+        async with StoreWriter(store, flush_interval=0.01, retry_backoff=0.01) as writer:
+            for item in items:
+                await writer.put(item)
+            while inserted[0] < 30:  # noqa: ASYNC110 - the batch is in the connection's thread
+                await asyncio.sleep(0.002)
+            with addressed(AddressedWork()):
+                await store.upsert_user_profile(UserProfile("u1", "Alice", updated_at=1.0))
+            went_in_before = inserted[0]
+            await writer.flush()
+            stats = writer.statistics()
+        assert went_in_before < 100, "the profile waited for the whole batch"
+        assert stats.written == 210
+        assert stats.rejected == 1
+        assert "OverflowError" in (stats.last_error or "")
+        rows = await store._rows("SELECT time FROM speech_log ORDER BY rowid")
+        assert [row[0] for row in rows] == [float(i) for i in range(210)]  # each once, in the order put
+        assert await store.get_user_profile("u1") is not None
+    finally:
+        await store.close()

@@ -12,9 +12,14 @@ Both connections are taken in turn through an :class:`~runtime.store.addressed_f
 an @ on its way to the model waits for the statement running, not for the queue. Its reads have a
 second read connection besides (whichever of the two is free): they never wait for another chat's
 search or the memory layer's long reads, and its context's parts are read two at a time. A transaction of
-plain statements (:meth:`SqliteBase._tx_in_thread`: the writer's batches, single upserts) is one trip
-to the connection's thread, ``BEGIN`` to ``COMMIT``: while the event loop is busy each trip waits
-for its turn there, and the write lock was held across six of them.
+plain statements (:meth:`SqliteBase._tx_in_thread`: the writer's batches, single upserts, an episode's
+save) is one trip to the connection's thread, ``BEGIN`` to ``COMMIT``: while the event loop is busy each
+trip waits for its turn there, and the write lock was held across six of them. Such a transaction
+holds the write lock only while it is queued on that thread (which runs what it is given in order):
+the lock orders the writes, the thread runs them back to back. Held until the loop had taken each
+result, writes queued behind one another went at one or two turns of a busy loop each, and under a
+flood the twentieth waited a second, whatever SQLite needed. A long one (the writer's batch) commits
+early when another write waits (:meth:`SqliteBase._wanted`), and the rest follows.
 
 A write waits at most ``[store] write_wait_ms`` for the database (this process's other writes and
 another connection's lock together), then raises ``StoreLockedError``. The writer task retries its
@@ -226,38 +231,68 @@ class SqliteBase:
                 raise
             return result
 
-        async def attempt(busy: int) -> T:
-            # aiosqlite runs a function on its connection's thread with ``_execute`` (what its own
-            # methods use); ``_conn`` is its sqlite3 connection, used only there.
-            outcome: T = await db._execute(lambda: transaction(db._conn, busy))  # type: ignore[no-untyped-call]
-            return outcome
+        def queue(busy: int) -> asyncio.Future[T]:
+            # aiosqlite's connection runs the functions put in its queue, ``_tx``, one after another
+            # on its thread (what its own methods do); ``_conn`` is its sqlite3 connection, used only
+            # there. Queued under the lock, which is free again at once: the transaction runs after
+            # what was queued before it and before what is queued after, as if the lock were held.
+            if not db._running or db._connection is None:
+                raise StoreClosedError(f"the store at {self._path} is closed")
+            future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+            db._tx.put_nowait((future, lambda: transaction(db._conn, busy)))
+            return future
 
-        result: T = await self._locked_write(what, attempt)
+        self._check()
+        deadline = time.monotonic() + self._config.write_wait_ms / 1000
+
+        async def attempt(busy: int) -> T:
+            await self._take_turn(what, deadline)
+            try:
+                queued = queue(busy)
+            finally:
+                self._lock.release()
+            return await queued
+
+        result: T = await self._counted(what, self._attempts(what, attempt, deadline))
         return result
+
+    def _wanted(self) -> bool:
+        """Another write waits for the write connection: for the lock, or queued on its thread (a
+        long transaction running there asks between its statements, and commits early)."""
+        return self._lock.wanted() or not self._db._tx.empty()
+
+    async def _take_turn(self, what: str, deadline: float) -> None:
+        """The write lock, if it comes free by ``deadline`` (else ``StoreLockedError``)."""
+        if not await _acquire_within(self._lock, max(0.0, deadline - time.monotonic())):
+            # Why that write held it so long, when it was the database's lock: the reason in the end.
+            why = f" ({self._locked_by})" if self._locked_by else ""
+            raise StoreLockedError(
+                f"{what}: another write of this process held the database for "
+                f"{self._config.write_wait_ms / 1000:g}s{why}"
+            ) from None
 
     async def _locked_write(self, what: str, attempt: Callable[[int], Awaitable[T]]) -> T:
         """One transaction (``attempt(busy_timeout_ms)``) under the write lock, retried while another
         connection holds the database, all within ``write_wait_ms`` (else ``StoreLockedError``)."""
         self._check()
-        wait = self._config.write_wait_ms / 1000
-        deadline = time.monotonic() + wait
-        if not await _acquire_within(self._lock, wait):
-            self._failures += 1
-            # Why that write held it so long, when it was the database's lock: the reason in the end.
-            why = f" ({self._locked_by})" if self._locked_by else ""
-            raise StoreLockedError(
-                f"{what}: another write of this process held the database for {wait:g}s{why}"
-            ) from None
+        deadline = time.monotonic() + self._config.write_wait_ms / 1000
+        await self._counted(what, self._take_turn(what, deadline))
         try:
-            return await self._attempts(what, attempt, deadline)
+            result: T = await self._counted(what, self._attempts(what, attempt, deadline))
+            return result
+        finally:
+            self._lock.release()
+
+    async def _counted(self, what: str, work: Awaitable[T]) -> T:
+        """``work``, its failures counted; SQLite's raised as ``StoreWriteError``."""
+        try:
+            return await work
         except StoreLockedError:
             self._failures += 1
             raise
         except sqlite3.Error as exc:
             self._failures += 1
             raise StoreWriteError(f"{what} failed on {self._path}: {exc}") from exc
-        finally:
-            self._lock.release()
 
     async def _attempts(self, what: str, attempt: Callable[[int], Awaitable[T]], deadline: float) -> T:
         backoff = self._config.lock_backoff_ms / 1000

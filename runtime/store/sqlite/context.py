@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Collection
 from typing import Any
-
-import aiosqlite
 
 from runtime.store.protocol import MemoryScope
 from runtime.store.records import (
@@ -179,14 +178,17 @@ class ContextTables(SqliteBase):
     async def upsert_memory(self, memory: Memory) -> None:
         indexed = await asyncio.to_thread(index_text, memory.content)
 
-        async def body(db: aiosqlite.Connection) -> None:
-            await db.execute(_MEMORY_UPSERT, r_.memory_row(memory, indexed))
-            if memory.embedding is None:
-                await db.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory.id,))
-            else:
-                await db.execute(_VECTOR_UPSERT, (memory.id, memory.embedding_model, memory.embedding))
+        row = r_.memory_row(memory, indexed)
 
-        await self._tx("upsert_memory", body)
+        def body(connection: sqlite3.Connection) -> None:
+            connection.execute(_MEMORY_UPSERT, row).close()
+            if memory.embedding is None:
+                connection.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory.id,)).close()
+            else:
+                vector = (memory.id, memory.embedding_model, memory.embedding)
+                connection.execute(_VECTOR_UPSERT, vector).close()
+
+        await self._tx_in_thread("upsert_memory", body)
 
     async def get_memory(self, memory_id: str) -> Memory | None:
         row = await self._one(

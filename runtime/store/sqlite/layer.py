@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
-
-import aiosqlite
 
 from runtime.store.records import (
     EpisodeRecord,
@@ -53,16 +52,15 @@ class LayerTables(SqliteBase):
     async def add_token_usage(
         self, chat_id: str, day: str, *, prompt_tokens: int, completion_tokens: int, calls: int = 1
     ) -> TokenUsage:
-        result: list[TokenUsage] = []
+        def body(connection: sqlite3.Connection) -> TokenUsage:
+            cursor = connection.execute(_USAGE_ADD, (chat_id, day, prompt_tokens, completion_tokens, calls))
+            try:
+                return r_.usage_from_row(cursor.fetchone())
+            finally:
+                cursor.close()
 
-        async def body(db: aiosqlite.Connection) -> None:
-            async with db.execute(_USAGE_ADD, (chat_id, day, prompt_tokens, completion_tokens, calls)) as cur:
-                row = await cur.fetchone()
-            if row is not None:
-                result.append(r_.usage_from_row(row))
-
-        await self._tx("add_token_usage", body)
-        return result[0]
+        usage: TokenUsage = await self._tx_in_thread("add_token_usage", body)
+        return usage
 
     async def get_token_usage(self, chat_id: str, day: str) -> TokenUsage:
         row = await self._one(
@@ -112,13 +110,16 @@ class LayerTables(SqliteBase):
     # -- episodes and tool calls ------------------------------------------------------------------
 
     async def save_episode(self, episode: EpisodeRecord) -> None:
-        async def body(db: aiosqlite.Connection) -> None:
-            await db.execute(_EPISODE_UPSERT, r_.episode_row(episode))
-            if episode.steps:
-                await db.execute("DELETE FROM episode_steps WHERE episode_id = ?", (episode.id,))
-                await db.executemany(_STEP_UPSERT, [r_.step_row(s) for s in episode.steps])
+        episode_row = r_.episode_row(episode)
+        step_rows = [r_.step_row(s) for s in episode.steps]
 
-        await self._tx("save_episode", body)
+        def body(connection: sqlite3.Connection) -> None:
+            connection.execute(_EPISODE_UPSERT, episode_row).close()
+            if step_rows:
+                connection.execute("DELETE FROM episode_steps WHERE episode_id = ?", (episode.id,)).close()
+                connection.executemany(_STEP_UPSERT, step_rows).close()
+
+        await self._tx_in_thread("save_episode", body)
 
     async def append_episode_step(self, step: EpisodeStep) -> None:
         await self._execute("append_episode_step", _STEP_UPSERT, r_.step_row(step))

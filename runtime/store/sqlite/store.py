@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from runtime.config.store import StoreConfig
-from runtime.store.errors import StoreCorruptError
+from runtime.store.errors import PartlyWrittenError, StoreCorruptError
 from runtime.store.paths import data_dir_from_env
 from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy, StoreStatistics
 from runtime.store.records import (
@@ -109,6 +109,35 @@ def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, l
     if isinstance(item, ToolCallRecord):
         return TOOL_CALL_UPSERT, [r_.tool_call_row(item)]
     raise TypeError(f"not a write item: {item!r}")
+
+
+# A batch's statements run this many items at a time; another write may go in between.
+APPLY_SLICE = 20
+
+
+def _apply(
+    connection: sqlite3.Connection,
+    statements: Sequence[tuple[str, list[tuple[Any, ...]]]],
+    start: int,
+    wanted: Callable[[], bool],
+) -> int:
+    """Run ``statements[start:]`` (one per item) on ``connection``, consecutive items of one kind in
+    one ``executemany`` of at most :data:`APPLY_SLICE` items; stop early, after at least one, once
+    ``wanted()`` (another write waits for the connection). Returns where it stopped."""
+    end = len(statements)
+    at = start
+    while at < end:
+        sql = statements[at][0]
+        upto = at
+        rows: list[tuple[Any, ...]] = []
+        while upto < end and upto - at < APPLY_SLICE and statements[upto][0] == sql:
+            rows.extend(statements[upto][1])
+            upto += 1
+        connection.executemany(sql, rows).close()
+        at = upto
+        if at < end and wanted():
+            break
+    return at
 
 
 def _backup_target(target: Path) -> None:
@@ -221,6 +250,11 @@ class SqliteStore(ContextTables, LayerTables):
     # -- batched writes ---------------------------------------------------------------------------
 
     async def write(self, items: Sequence[WriteItem]) -> None:
+        """Every item in one transaction, in order; when another write queues for the connection
+        meanwhile (an @'s own above all), the items written so far are committed and the rest follow
+        in a transaction of their own once it went (:func:`_apply`): a batch of hundreds holds
+        nobody up for more than a slice. A failure after such a commit raises
+        ``PartlyWrittenError`` naming how many items are in."""
         self._check()
         if not items:
             return
@@ -229,27 +263,26 @@ class SqliteStore(ContextTables, LayerTables):
         texts = [i.text for i in items if isinstance(i, StoredMessage)]
         indexed = await asyncio.to_thread(lambda: [index_text(t) for t in texts]) if texts else []
         it = iter(indexed)
-        runs: list[tuple[str, list[tuple[Any, ...]]]] = []
-        for item in items:
-            sql, rows = _statements(item, it)
-            # Consecutive items of one kind share an executemany; order across kinds is kept.
-            if runs and runs[-1][0] == sql:
-                runs[-1][1].extend(rows)
-            else:
-                runs.append((sql, rows))
+        statements = [_statements(item, it) for item in items]
+        wanted = self._wanted
+        applied = 0
+        while applied < len(statements):
+            start = applied
 
-        count = self._message_count
+            def body(connection: sqlite3.Connection, start: int = start) -> tuple[int, int]:
+                done = _apply(connection, statements, start, wanted)
+                if not texts:
+                    return done, self._message_count
+                # Messages are never deleted and a repeated delivery takes no rowid: the top is the count.
+                row = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM messages").fetchone()
+                return done, int(row[0]) if row else self._message_count
 
-        def body(connection: sqlite3.Connection) -> int:
-            for sql, rows in runs:
-                connection.executemany(sql, rows).close()
-            if not texts:
-                return count
-            # Messages are never deleted and a repeated delivery takes no rowid: the top is the count.
-            row = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM messages").fetchone()
-            return int(row[0]) if row else count
-
-        self._message_count = await self._tx_in_thread("write", body)
+            try:
+                applied, self._message_count = await self._tx_in_thread("write", body)
+            except Exception as exc:
+                if start == 0:
+                    raise
+                raise PartlyWrittenError(start, exc) from exc
         self._batches += 1
         self._items += len(items)
 
