@@ -8,8 +8,8 @@ Sources, each giving candidates with a confidence in 0..1:
 - **full-text search** — memories and this chat's messages (not those of another conversation still
   going on beside this one), through the store's jieba index. The input
   is cut into content words and each of the longest few is searched on its own, so a long question
-  still finds a memory that shares only some of its words; a candidate's confidence grows with the
-  share of the input's words it covers;
+  still finds a memory that shares only some of its words (the memories' searches are one statement);
+  a candidate's confidence grows with the share of the input's words it covers;
 - **embeddings** — when an :class:`Embedder` is configured: cosine similarity in numpy over the
   stored vectors of the allowed scopes (this Python's SQLite cannot load a vector extension).
 
@@ -257,9 +257,7 @@ class RetrievalEngine:
         matched: dict[str, set[str]] = {}
         memories: dict[str, Memory] = {}
         limit = self._settings.per_source
-        results = await gather(
-            [functools.partial(self._store.search_memories, k, scopes=scopes, limit=limit) for k in keywords]
-        )
+        results = await self._store.search_memories_each(keywords, scopes=scopes, limit=limit)
         for keyword, hits in zip(keywords, results, strict=True):
             for hit in hits:
                 matched.setdefault(hit.memory.id, set()).add(keyword)
