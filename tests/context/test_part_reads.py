@@ -1,0 +1,183 @@
+"""The reads of a packet's parts, on every store backend: an ongoing session's handoff is read once,
+not on every turn, and the memories' full-text searches of a turn are one store call; the packets and
+rows are the same as when every part is read from the store each time."""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.config.store import StoreConfig
+from runtime.context.builder import BuiltContext
+from runtime.context.handoffs import HandoffManager
+from runtime.context.setup import ContextRuntime
+from runtime.kernel.message import ChatMessage
+from runtime.store.backends import open_store, registered_backends
+from runtime.store.protocol import Store
+from runtime.store.records import Memory, MemoryHit, ScopeType
+from runtime.store.roles import MemoryScope
+from tests.conftest import backend_ready
+from tests.context.test_builder import G1, G2, msg, runtime, store_msg
+
+pytestmark = pytest.mark.asyncio
+
+MEMORY_SEARCHES = ("search_memories", "search_memories_each")
+
+
+class Counted:
+    """The store, every call of its coroutine methods counted by name."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+        return self._counted(name, attr)
+
+    def _counted(self, name: str, call: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return await call(*args, **kwargs)
+
+        return counted
+
+
+class OneByOne(Counted):
+    """The store searching memories one word per call, as every search was made before."""
+
+    async def search_memories_each(
+        self, queries: Sequence[str], *, scopes: Collection[MemoryScope], limit: int = 10
+    ) -> list[list[MemoryHit]]:
+        search = self.__getattr__("search_memories")
+        return [await search(q, scopes=scopes, limit=limit) for q in queries]
+
+
+async def plant(store: Store) -> None:
+    for n, content in enumerate(
+        ("杭州路线第一天去西湖", "杭州三日游住在龙井村", "路线第二天去灵隐寺", "第三天回上海")
+    ):
+        await store.upsert_memory(
+            Memory(f"mem{n}", ScopeType.CHAT, G1.chat_id, "fact", content, 0.5 + n / 10, float(n), float(n))
+        )
+
+
+async def turn(
+    rt: ContextRuntime, store: Store, m: ChatMessage, thread: str
+) -> tuple[BuiltContext, list[dict[str, str]]]:
+    """One @ as an episode makes it: the packet and prompt, its writes settled, the reply recorded."""
+    chat = G1 if m.chat_id == G1.chat_id else G2
+    await store_msg(store, m, thread)
+    built, prompt = await rt.prepare(
+        m, chat=chat, now=m.time, reason="forced", conversation_thread_id=thread, defer_writes=True
+    )
+    built = await rt.builder.settle(built)
+    await rt.builder.record_reply(built, f"好的{m.message_id}", now=m.time + 1)
+    return built, prompt.as_messages()
+
+
+async def script(rt: ContextRuntime, store: Store) -> list[tuple[Any, ...]]:
+    """A session's turns, its close and the next session's turns with the handoff; then another chat
+    bound to the same thread closes session after session, until the first chat's handoff is no
+    longer among the thread's newest ten. Returns every packet and prompt, then the rows."""
+    seen: list[tuple[Any, ...]] = []
+
+    async def one(m: ChatMessage, thread: str) -> BuiltContext:
+        built, prompt = await turn(rt, store, m, thread)
+        seen.append((built.packet, prompt, built.degraded))
+        return built
+
+    first = await one(msg(G1, "m1", "u1", "灰风，帮我排一下杭州三日游的路线", 0.0, addressed=True), "th-1")
+    await one(msg(G1, "m2", "u1", "灰风，杭州路线第二天呢", 30.0, addressed=True), "th-1")
+    await one(msg(G1, "m3", "u2", "灰风，杭州路线第三天呢", 60.0, addressed=True), "th-1")
+    # Silent past the timeout: the next turn closes the session and the new one takes its handoff.
+    await one(msg(G1, "m4", "u1", "灰风，杭州路线再说一遍", 4_000.0, addressed=True), "th-2")
+    assert first.resolution is not None
+    topic = first.resolution.thread.id
+    await rt.resolver.bind(G2.chat_id, topic, now=4_001.0)
+    for n in range(12):
+        t = 4_010.0 + n * 20
+        await one(msg(G1, f"g1-{n}", "u1", f"灰风，杭州路线第{n}个细节", t, addressed=True), "th-2")
+        other = await one(
+            msg(G2, f"g2-{n}", "u7", f"灰风，杭州路线我们群第{n}次", t + 5, addressed=True), "th-9"
+        )
+        assert other.session is not None
+        await rt.sessions.close(other.session.id, now=t + 10)
+    rows: list[tuple[Any, ...]] = [
+        (s.id, s.topic_thread_id, s.chat_id, s.state, s.recent_dialogue, s.updated_at)
+        for s in await store.list_sessions()
+    ]
+    rows += [
+        (h.id, h.from_session_id, h.to_session_id, h.summary)
+        for h in await store.list_handoffs(topic, limit=50)
+    ]
+    rows += [(t.id, t.title, t.updated_at, t.status, t.chat_ids) for t in await store.list_topic_threads()]
+    return [*seen, *rows]
+
+
+@pytest.mark.parametrize("backend", registered_backends())
+async def test_the_packets_are_those_of_reading_every_part_every_time(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend_ready(request, backend)
+    results: dict[str, list[tuple[Any, ...]]] = {}
+    calls: dict[str, Counter[str]] = {}
+    for way in ("reading every time", "as built"):
+        if backend == "postgresql":  # each way on a database of its own
+            cluster = request.getfixturevalue("postgres_cluster")
+            monkeypatch.setenv("GREYWIND_PG_DSN", cluster.fresh_database("part_reads"))
+        store = await open_store(StoreConfig(backend=backend), tmp_path / way)
+        try:
+            await plant(store)
+            with monkeypatch.context() as patched:
+                counted: Counted
+                if way == "reading every time":
+                    patched.setattr(HandoffManager, "_remember", lambda *_: None)  # keeps nothing
+                    counted = OneByOne(store)
+                else:
+                    counted = Counted(store)
+                results[way] = await script(runtime(counted), counted)
+            calls[way] = counted.calls
+        finally:
+            await store.close()
+    assert results["as built"] == results["reading every time"]
+    handoffs = [p.handoff for p, *_ in results["as built"][4:28:2]]
+    # The script reaches the case where the first chat's handoff falls out of the newest ten.
+    assert handoffs[0] is not None
+    assert handoffs[-1] is None
+    assert calls["as built"]["list_handoffs"] < calls["reading every time"]["list_handoffs"]
+    assert calls["as built"]["search_memories"] == 0
+
+
+async def test_an_ongoing_sessions_turn_reads_its_handoff_once_and_searches_memories_once(
+    store: Store,
+) -> None:
+    counted = Counted(store)
+    await plant(store)
+    rt = runtime(counted)
+    await turn(
+        rt, store, msg(G1, "m1", "u1", "灰风，帮我排一下杭州三日游的路线", 0.0, addressed=True), "th-1"
+    )
+    for n, at in enumerate((30.0, 60.0, 90.0)):
+        counted.calls.clear()
+        m = msg(G1, f"m{n + 2}", "u1", f"灰风，杭州三日游路线第{n + 2}天呢", at, addressed=True)
+        built, _ = await turn(rt, store, m, "th-1")
+        assert not built.session_created
+        assert built.packet.retrieved, "the memories were searched and found"
+        assert counted.calls["list_handoffs"] == 0, counted.calls
+        assert sum(counted.calls[name] for name in MEMORY_SEARCHES) == 1, counted.calls
+
+    # After a restart the first turn of the session reads its handoff; the next ones do not.
+    again = runtime(counted)
+    for n, at in enumerate((120.0, 150.0)):
+        counted.calls.clear()
+        m = msg(G1, f"r{n}", "u1", f"灰风，杭州三日游路线第{n + 5}天呢", at, addressed=True)
+        await turn(again, store, m, "th-1")
+        assert counted.calls["list_handoffs"] == (1 if n == 0 else 0), counted.calls
