@@ -10,16 +10,18 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from runtime.config.store import StoreConfig
 from runtime.context.builder import BuiltContext
 from runtime.context.handoffs import HandoffManager
+from runtime.context.retrieval import RetrievalEngine, RetrievalQuery
 from runtime.context.setup import ContextRuntime
 from runtime.kernel.message import ChatMessage
 from runtime.store.backends import open_store, registered_backends
 from runtime.store.protocol import Store
-from runtime.store.records import Memory, MemoryHit, ScopeType
+from runtime.store.records import Memory, MemoryHit, ScopeType, Task
 from runtime.store.roles import MemoryScope
 from tests.conftest import backend_ready
 from tests.context.test_builder import G1, G2, msg, runtime, store_msg
@@ -181,3 +183,47 @@ async def test_an_ongoing_sessions_turn_reads_its_handoff_once_and_searches_memo
         m = msg(G1, f"r{n}", "u1", f"灰风，杭州三日游路线第{n + 5}天呢", at, addressed=True)
         await turn(again, store, m, "th-1")
         assert counted.calls["list_handoffs"] == (1 if n == 0 else 0), counted.calls
+
+
+class TasksWait(Counted):
+    """The store, its task lists held back until ``gate`` opens."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.gate = anyio.Event()
+
+    async def list_tasks(self, **kwargs: Any) -> list[Task]:
+        self.calls["list_tasks"] += 1
+        await self.gate.wait()
+        return await self._store.list_tasks(**kwargs)
+
+
+async def test_retrieval_reads_what_needs_no_scope_beside_the_threads_tasks(store: Store) -> None:
+    """The message search and the thread's important memories do not wait for the tasks (which the
+    memory search's scopes need); what is found is the same."""
+    await plant(store)
+    await store.upsert_memory(
+        Memory("imp", ScopeType.THREAD, "topic-9", "fact", "这个线程的预算是两千", 0.9, 1.0, 1.0)
+    )
+    await store_msg(store, msg(G1, "old", "u3", "去年杭州路线走过一次", 0.0), "th-0")
+    query = RetrievalQuery(chat_id=G1.chat_id, text="杭州路线怎么走", now=10_000.0, topic_thread_id="topic-9")
+    alone = await RetrievalEngine(store).retrieve(query)
+    held = TasksWait(store)
+    got: list[Any] = []
+
+    async def retrieve() -> None:
+        got.append(await RetrievalEngine(held).retrieve(query))  # type: ignore[arg-type]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(retrieve)
+        for _ in range(500):  # (five seconds at most)
+            if held.calls["search_messages"] and held.calls["list_memories"]:
+                break
+            await anyio.sleep(0.01)
+        assert held.calls["search_messages"] == 1, held.calls
+        assert held.calls["list_memories"] == 1, held.calls
+        assert got == []
+        assert held.calls["search_memories_each"] == 0, "the memory search waits for the tasks"
+        held.gate.set()
+    assert got == [alone]
+    assert {s.source_id for s in alone} >= {"imp", f"{G1.chat_id}/old"}, alone
