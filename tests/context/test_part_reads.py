@@ -1,6 +1,7 @@
 """The reads of a packet's parts, on every store backend: an ongoing session's handoff is read once,
-not on every turn, and the memories' full-text searches of a turn are one store call; the packets and
-rows are the same as when every part is read from the store each time."""
+not on every turn, the memories' full-text searches of a turn are one store call, the thread's tasks
+the resolver read are not read again, and what needs no scope is read beside what does; the packets
+and rows are the same as when every part is read from the store each time."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import anyio
 import pytest
 
 from runtime.config.store import StoreConfig
-from runtime.context.builder import BuiltContext
+from runtime.context.builder import BuiltContext, ContextBuilder
 from runtime.context.handoffs import HandoffManager
 from runtime.context.retrieval import RetrievalEngine, RetrievalQuery
 from runtime.context.setup import ContextRuntime
@@ -29,6 +30,7 @@ from tests.context.test_builder import G1, G2, msg, runtime, store_msg
 pytestmark = pytest.mark.asyncio
 
 MEMORY_SEARCHES = ("search_memories", "search_memories_each")
+TASKS_OF = ContextBuilder._tasks_of
 
 
 class Counted:
@@ -97,12 +99,15 @@ async def script(rt: ContextRuntime, store: Store) -> list[tuple[Any, ...]]:
         return built
 
     first = await one(msg(G1, "m1", "u1", "灰风，帮我排一下杭州三日游的路线", 0.0, addressed=True), "th-1")
+    assert first.resolution is not None
+    topic = first.resolution.thread.id
+    await rt.tasks.create(topic, "订杭州的酒店", now=10.0)
+    decided = await rt.tasks.create(topic, "杭州路线第一天", now=11.0)
+    await rt.tasks.conclude(decided.id, conclusion="第一天去西湖", now=12.0)
     await one(msg(G1, "m2", "u1", "灰风，杭州路线第二天呢", 30.0, addressed=True), "th-1")
     await one(msg(G1, "m3", "u2", "灰风，杭州路线第三天呢", 60.0, addressed=True), "th-1")
     # Silent past the timeout: the next turn closes the session and the new one takes its handoff.
     await one(msg(G1, "m4", "u1", "灰风，杭州路线再说一遍", 4_000.0, addressed=True), "th-2")
-    assert first.resolution is not None
-    topic = first.resolution.thread.id
     await rt.resolver.bind(G2.chat_id, topic, now=4_001.0)
     for n in range(12):
         t = 4_010.0 + n * 20
@@ -142,6 +147,11 @@ async def test_the_packets_are_those_of_reading_every_part_every_time(
                 counted: Counted
                 if way == "reading every time":
                     patched.setattr(HandoffManager, "_remember", lambda *_: None)  # keeps nothing
+                    patched.setattr(
+                        ContextBuilder,
+                        "_tasks_of",
+                        lambda b, thread, made, _: TASKS_OF(b, thread, made, None),  # reads them itself
+                    )
                     counted = OneByOne(store)
                 else:
                     counted = Counted(store)
@@ -156,6 +166,11 @@ async def test_the_packets_are_those_of_reading_every_part_every_time(
     assert handoffs[-1] is None
     assert calls["as built"]["list_handoffs"] < calls["reading every time"]["list_handoffs"]
     assert calls["as built"]["search_memories"] == 0
+    assert calls["as built"]["list_tasks"] < calls["reading every time"]["list_tasks"]
+    # The thread slot shows the tasks and retrieval offers the one concluded.
+    second = results["as built"][1][0]
+    assert [t.title for t in second.thread.tasks] == ["订杭州的酒店", "杭州路线第一天"]
+    assert any(r.source_type == "task" for r in second.retrieved), second.retrieved
 
 
 async def test_an_ongoing_sessions_turn_reads_its_handoff_once_and_searches_memories_once(
