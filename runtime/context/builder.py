@@ -18,7 +18,8 @@ behind the packet (:mod:`runtime.context.deferred`): the caller sends the model 
 calls :meth:`ContextBuilder.settle` before it acts on the answer. A chat's next build waits for its
 last one's writes first, so every build reads what the ones before it wrote. Rows the build itself
 just decided are not read back: a thread made by this turn has no session, handoff, task or memory
-to look up, and the thread's tasks are read once for the thread slot and retrieval together.
+to look up, and the thread's tasks are read once for the thread slot and retrieval together (not at
+all when the resolver read them to match the input on the thread).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from runtime.context.packet import (
     UserProfileSlot,
     VisionSlot,
 )
-from runtime.context.resolver import Resolution, ThreadResolver
+from runtime.context.resolver import THREAD_TASKS, Resolution, ThreadResolver
 from runtime.context.retrieval import RetrievalEngine, RetrievalQuery
 from runtime.context.sessions import SessionManager, interruption_lines
 from runtime.context.tasks import task_lines
@@ -345,7 +346,7 @@ class ContextBuilder:
         stages.stamp_current("context.session")
         # Everything below reads independent parts: side by side, each failing alone.
         thread_id = thread.id if thread is not None else None
-        tasks_of = self._tasks_of(thread, created)
+        tasks_of = self._tasks_of(thread, created, resolution)
         calls: dict[str, Callable[[], Awaitable[Any]]] = {
             "dialogue": functools.partial(self._dialogue, chat_id, trigger, conversation_thread_id, thread),
             "tasks": functools.partial(self._thread_slot, thread, tasks_of),
@@ -529,11 +530,16 @@ class ContextBuilder:
         ordered = [m for m in ordered if not m.recalled]
         return tuple(_turn(m) for m in ordered[-cfg.recent_dialogue_max :]) if cfg.recent_dialogue_max else ()
 
-    def _tasks_of(self, thread: TopicThread | None, created: bool) -> Callable[[], Awaitable[Sequence[Task]]]:
-        """The thread's latest tasks, read once for whichever parts ask; none for a thread this turn made."""
+    def _tasks_of(
+        self, thread: TopicThread | None, created: bool, resolution: Resolution | None
+    ) -> Callable[[], Awaitable[Sequence[Task]]]:
+        """The thread's latest tasks, read once for whichever parts ask (not at all when the resolver
+        read them for this turn); none for a thread this turn made."""
         if thread is None or created:
             return _no_tasks
-        return once(functools.partial(self._store.list_tasks, topic_thread_id=thread.id, limit=20))
+        if resolution is not None and resolution.tasks is not None and resolution.thread.id == thread.id:
+            return functools.partial(_these, resolution.tasks)
+        return once(functools.partial(self._store.list_tasks, topic_thread_id=thread.id, limit=THREAD_TASKS))
 
     async def _thread_slot(
         self, thread: TopicThread | None, tasks_of: Callable[[], Awaitable[Sequence[Task]]]
@@ -614,3 +620,7 @@ class ContextBuilder:
 
 async def _no_tasks() -> Sequence[Task]:
     return ()
+
+
+async def _these(tasks: Sequence[Task]) -> Sequence[Task]:
+    return tasks

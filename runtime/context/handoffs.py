@@ -9,6 +9,13 @@ closes without a handoff.
 Delivery: session N's handoff is stored with ``to_session_id = None``; when session N+1 of the same
 topic thread opens in the same chat, :meth:`HandoffManager.deliver` addresses the handoff to it, and
 the packets of session N+1 carry it in their HandoffSlot. Handoffs never cross chats.
+
+Every packet of an ongoing session carries its handoff, so :meth:`HandoffManager.for_session` keeps
+what it read (or knows: a session just opened without one has none) until a handoff of the thread is
+saved. That is the same answer as reading again: a thread's handoffs change only by
+:meth:`HandoffManager.write` and :meth:`HandoffManager.deliver` (one process serves an account's
+store), both of which forget the thread's answers once saved, and a read that overlapped a save keeps
+nothing.
 """
 
 from __future__ import annotations
@@ -185,11 +192,13 @@ class HandoffManager:
     """Writes handoffs (model first, deterministic fallback) and delivers them to the next session."""
 
     __slots__ = (
+        "_addressed",
         "_delivered",
         "_failures",
         "_fallback",
         "_ids",
         "_model",
+        "_saves",
         "_store",
         "_summarizer",
         "_timeout",
@@ -211,6 +220,9 @@ class HandoffManager:
         self._fallback = 0
         self._failures = 0
         self._delivered = 0
+        # Per topic thread, per session: the handoff addressed to it (None: none), as last read.
+        self._addressed: dict[str, dict[str, Handoff | None]] = {}
+        self._saves = 0  # handoff saves begun: a read that saw one begin keeps nothing
 
     async def write(self, request: HandoffRequest, *, now: float, use_model: bool = True) -> Handoff:
         """Write session ``request.session_id``'s handoff. Never fails for want of a model."""
@@ -230,7 +242,7 @@ class HandoffManager:
             resume_suggestion=digest.resume_suggestion,
             written_by=written_by,
         )
-        await self._store.save_handoff(handoff)
+        await self._save(handoff)
         if written_by == "model":
             self._model += 1
         else:
@@ -267,16 +279,44 @@ class HandoffManager:
     ) -> Handoff:
         """``handoff`` given to the session ``to_session_id``; with ``writes``, saved there."""
         delivered = replace(handoff, to_session_id=to_session_id)
-        await write(writes, "session", functools.partial(self._store.save_handoff, delivered))
+        await write(writes, "session", functools.partial(self._save, delivered))
         self._delivered += 1
         return delivered
 
+    async def _save(self, handoff: Handoff) -> None:
+        """Save ``handoff``; its thread's remembered answers are forgotten (whether or not it saved)."""
+        self._saves += 1
+        try:
+            await self._store.save_handoff(handoff)
+        finally:
+            self._saves += 1
+            self._addressed.pop(handoff.topic_thread_id, None)
+
+    def opened_without(self, session: Session) -> None:
+        """``session`` was just made and given no handoff: none is addressed to it (nothing to read)."""
+        self._remember(session, None, self._saves)
+
+    def _remember(self, session: Session, handoff: Handoff | None, saves: int) -> None:
+        if saves != self._saves:
+            return  # a save began or ended meanwhile: the answer may be stale
+        if len(self._addressed) > 4096:
+            self._addressed.clear()
+        self._addressed.setdefault(session.topic_thread_id, {})[session.id] = handoff
+
     async def for_session(self, session: Session) -> Handoff | None:
-        """The handoff addressed to ``session`` (the one its packets carry), if any."""
+        """The handoff addressed to ``session`` (the one its packets carry), if any: among the thread's
+        newest ten, read once until a handoff of the thread is saved."""
+        known = self._addressed.get(session.topic_thread_id)
+        if known is not None and session.id in known:
+            return known[session.id]
+        saves = self._saves
+        found = None
         for handoff in await self._store.list_handoffs(session.topic_thread_id, limit=10):
             if handoff.to_session_id == session.id:
-                return handoff
-        return None
+                found = handoff
+                break
+        self._remember(session, found, saves)
+        return found
 
     def statistics(self) -> HandoffManagerStatistics:
         return HandoffManagerStatistics(

@@ -22,6 +22,10 @@ Rules, first match wins:
 Topic threads live in one or more chats (``TopicThread.chat_ids``) and only those chats see them, so
 nothing crosses chats. Explicit bindings are ``extra["bound_chat_ids"]``. The resolver keeps no state
 of its own: everything is read from the store on each call, so a restart changes nothing.
+
+A thread's open tasks are among the words it is matched on; where they were read for the thread this
+input went to, the :class:`Resolution` carries them (the latest :data:`THREAD_TASKS`), and the packet's
+thread slot shows them without a second read.
 """
 
 from __future__ import annotations
@@ -37,11 +41,19 @@ from runtime.context.deferred import DeferredWrites, write
 from runtime.context.errors import UnknownTopicThreadError
 from runtime.context.lexical import is_chatter, lexical_score, query_terms, strip_names, wants_continuation
 from runtime.kernel.ids import IdFactory, counter_ids
-from runtime.store.records import TopicLink, TopicThread, TopicThreadStatus
+from runtime.store.records import Task, TopicLink, TopicThread, TopicThreadStatus
 from runtime.store.roles import ConversationWrites
 from runtime.store.text import parse_query
 
-__all__ = ["CASUAL", "Resolution", "ResolveRule", "ResolverSettings", "ResolverStatistics", "ThreadResolver"]
+__all__ = [
+    "CASUAL",
+    "THREAD_TASKS",
+    "Resolution",
+    "ResolveRule",
+    "ResolverSettings",
+    "ResolverStatistics",
+    "ThreadResolver",
+]
 
 #: The ``type`` of a chat's thread for chatter.
 CASUAL = "casual"
@@ -51,6 +63,10 @@ _TITLE_CHARS = 20
 _NAMED = 0.9
 # Conversation threads whose topic the resolver remembers between the store's writer flushes.
 _REMEMBERED_CONVERSATIONS = 4096
+#: A thread's latest tasks read at once: the thread slot's (and retrieval's); the newest
+#: ``_GOAL_TASKS`` of them give the resolver the thread's open goals.
+THREAD_TASKS = 20
+_GOAL_TASKS = 10
 
 
 class ResolveRule(StrEnum):
@@ -67,13 +83,17 @@ class ResolveRule(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """The resolver's verdict: the thread, by which rule, whether it was just made, and why."""
+    """The resolver's verdict: the thread, by which rule, whether it was just made, and why.
+
+    ``tasks``: the thread's latest :data:`THREAD_TASKS` tasks when this resolution read them (else
+    ``None``)."""
 
     thread: TopicThread
     rule: ResolveRule
     created: bool
     score: float
     reason: str
+    tasks: tuple[Task, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,10 +271,13 @@ class ThreadResolver:
         ``may_create=False`` (a proactive cue: the bot's own words, not a user's new theme) never opens
         a thread: when nothing matches, the chat's casual thread is used (rule ``fallback``). With
         ``writes``, the thread's row is written there, behind the packet."""
+        read: dict[str, tuple[Task, ...]] = {}
         resolution = await self._decide(
-            chat_id, text, now, conversation_thread_id, chat_name, may_create, writes
+            chat_id, text, now, conversation_thread_id, chat_name, may_create, writes, read
         )
         thread = resolution.thread
+        if thread.id in read:
+            resolution = replace(resolution, tasks=read[thread.id])
         if not resolution.created and (
             thread.updated_at < now or thread.status is not TopicThreadStatus.ACTIVE
         ):
@@ -305,6 +328,7 @@ class ThreadResolver:
         chat_name: str,
         may_create: bool = True,
         writes: DeferredWrites | None = None,
+        read: dict[str, tuple[Task, ...]] | None = None,
     ) -> Resolution:
         cleaned = strip_names(text, self._settings.names)
         if is_chatter(cleaned):
@@ -315,7 +339,7 @@ class ThreadResolver:
         )
         work = [t for t in threads if t.type != CASUAL]
         terms = query_terms(cleaned)
-        scores = {t.id: await self._score(t, terms) for t in work}
+        scores = {t.id: await self._score(t, terms, read) for t in work}
 
         bound = [t for t in work if chat_id in _bound(t)]
         if bound:
@@ -374,22 +398,29 @@ class ThreadResolver:
                 return allowed[message.topic_thread_id]
         return None
 
-    async def _score(self, thread: TopicThread, terms: tuple[str, ...]) -> float:
+    async def _score(
+        self, thread: TopicThread, terms: tuple[str, ...], read: dict[str, tuple[Task, ...]] | None = None
+    ) -> float:
         if not terms:
             return 0.0
-        profile = await self._profile(thread)
+        profile = await self._profile(thread, read)
         lowered = " ".join(terms)
         if any(len(name) >= 2 and name in lowered for name in profile.named):
             return 1.0
         return lexical_score(terms, profile.haystack, profile.words)
 
-    async def _profile(self, thread: TopicThread) -> _Profile:
+    async def _profile(
+        self, thread: TopicThread, read: dict[str, tuple[Task, ...]] | None = None
+    ) -> _Profile:
+        """``read`` collects the tasks read on the way, by thread."""
         # A task change touches its thread (TaskBook), so (id, updated_at) keys the open tasks too.
         key = (thread.id, thread.updated_at)
         profile = self._profiles.get(key)
         if profile is None:
-            tasks = await self._store.list_tasks(topic_thread_id=thread.id, limit=10)
-            goals = tuple(t.title for t in tasks if t.conclusion is None)
+            tasks = tuple(await self._store.list_tasks(topic_thread_id=thread.id, limit=THREAD_TASKS))
+            if read is not None:
+                read[thread.id] = tasks
+            goals = tuple(t.title for t in tasks[:_GOAL_TASKS] if t.conclusion is None)
             vision = thread.vision or {}
             done_when = vision.get("done_when") or []
             parts = [

@@ -8,8 +8,8 @@ Sources, each giving candidates with a confidence in 0..1:
 - **full-text search** — memories and this chat's messages (not those of another conversation still
   going on beside this one), through the store's jieba index. The input
   is cut into content words and each of the longest few is searched on its own, so a long question
-  still finds a memory that shares only some of its words; a candidate's confidence grows with the
-  share of the input's words it covers;
+  still finds a memory that shares only some of its words (the memories' searches are one statement);
+  a candidate's confidence grows with the share of the input's words it covers;
 - **embeddings** — when an :class:`Embedder` is configured: cosine similarity in numpy over the
   stored vectors of the allowed scopes (this Python's SQLite cannot load a vector extension).
 
@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import structlog
@@ -37,7 +37,7 @@ from runtime.context._gather import gather
 from runtime.context.lexical import by_rarity, lexical_score, query_terms
 from runtime.context.packet import RetrievedSlot
 from runtime.kernel.message import ChatKey
-from runtime.store.records import Memory, ScopeType, StoredMessage, Task
+from runtime.store.records import Memory, MemoryHit, MessageHit, ScopeType, StoredMessage, Task
 from runtime.store.roles import MemoryScope, RecallRows
 
 __all__ = [
@@ -195,17 +195,40 @@ class RetrievalEngine:
         self._queries += 1
         terms = query_terms(query.text)
         keywords = _keywords(terms, cfg.keywords_max)
-        tasks: Sequence[Task] = ()
-        if tasks_of is not None:
-            tasks = await tasks_of()
-        elif query.topic_thread_id:
-            tasks = await self._store.list_tasks(topic_thread_id=query.topic_thread_id, limit=20)
-        scopes = memory_scopes(
-            query.chat_id,
-            topic_thread_id=query.topic_thread_id,
-            sender_id=query.sender_id,
-            task_ids=[t.id for t in tasks],
+        filtered = any(
+            f is not None for f in (query.memory_types, query.tags, query.since, query.min_importance)
         )
+
+        async def scoped() -> tuple[Sequence[Task], tuple[MemoryScope, ...], list[list[MemoryHit]]]:
+            """The thread's tasks (their memories are in scope), then the memories' search."""
+            tasks: Sequence[Task] = ()
+            if tasks_of is not None:
+                tasks = await tasks_of()
+            elif query.topic_thread_id:
+                tasks = await self._store.list_tasks(topic_thread_id=query.topic_thread_id, limit=20)
+            scopes = memory_scopes(
+                query.chat_id,
+                topic_thread_id=query.topic_thread_id,
+                sender_id=query.sender_id,
+                task_ids=[t.id for t in tasks],
+            )
+            hits = (
+                await self._store.search_memories_each(keywords, scopes=scopes, limit=cfg.per_source)
+                if keywords
+                else []
+            )
+            return tasks, scopes, hits
+
+        # The reads that need no scope go on beside the tasks and the search that need them.
+        reads: list[Callable[[], Awaitable[Any]]] = [scoped]
+        if keywords:
+            reads.append(functools.partial(self._message_hits, query, keywords))
+        # The thread's important memories, whatever the words (a thread this turn made has none).
+        important = None if filtered or query.new_topic else query.topic_thread_id
+        if important is not None:
+            reads.append(functools.partial(self._important, important))
+        results = await gather(reads)
+        tasks, scopes, memory_hits = results[0]
         found: dict[tuple[str, str], _Candidate] = {}
 
         def offer(slot: RetrievedSlot, source: str) -> None:
@@ -215,12 +238,8 @@ class RetrievalEngine:
                 found[key] = _Candidate(slot, source)
 
         if keywords:
-            await gather(
-                [
-                    functools.partial(self._search_memories, query, keywords, scopes, offer),
-                    functools.partial(self._search_messages, query, keywords, offer),
-                ]
-            )
+            self._offer_memories(query, keywords, memory_hits, offer)
+            self._offer_messages(query, keywords, results[1], offer)
         for task in tasks:
             if task.conclusion:
                 text = f"{task.title}：{task.conclusion}"
@@ -231,7 +250,18 @@ class RetrievalEngine:
                     ),
                     "task",
                 )
-        await self._filtered(query, scopes, terms, offer)
+        if filtered:
+            memories = await self._store.list_memories(
+                scopes=scopes,
+                memory_types=query.memory_types,
+                tags=query.tags,
+                since=query.since,
+                min_importance=query.min_importance,
+                limit=cfg.per_source,
+            )
+            self._offer_listed(memories, "按类型/标签/时间/重要度筛选", terms, offer)
+        elif important is not None:
+            self._offer_listed(results[-1], "本线程的重要记忆", terms, offer)
         if self._embedder is not None and query.text.strip():
             await self._by_embedding(query, scopes, offer)
 
@@ -251,15 +281,15 @@ class RetrievalEngine:
         self._by_source.update(c.source for c in chosen)
         return tuple(c.slot for c in chosen)
 
-    async def _search_memories(
-        self, query: RetrievalQuery, keywords: tuple[str, ...], scopes: tuple[MemoryScope, ...], offer: _Offer
+    def _offer_memories(
+        self,
+        query: RetrievalQuery,
+        keywords: tuple[str, ...],
+        results: list[list[MemoryHit]],
+        offer: _Offer,
     ) -> None:
         matched: dict[str, set[str]] = {}
         memories: dict[str, Memory] = {}
-        limit = self._settings.per_source
-        results = await gather(
-            [functools.partial(self._store.search_memories, k, scopes=scopes, limit=limit) for k in keywords]
-        )
         for keyword, hits in zip(keywords, results, strict=True):
             for hit in hits:
                 matched.setdefault(hit.memory.id, set()).add(keyword)
@@ -282,15 +312,24 @@ class RetrievalEngine:
                 "memory",
             )
 
-    async def _search_messages(self, query: RetrievalQuery, keywords: tuple[str, ...], offer: _Offer) -> None:
-        matched: dict[str, set[str]] = {}
-        messages: dict[str, StoredMessage] = {}
+    async def _message_hits(self, query: RetrievalQuery, keywords: tuple[str, ...]) -> list[list[MessageHit]]:
         searched = keywords[: self._settings.message_keywords_max]
         limit = self._settings.per_source
         chats = (query.chat_id,)
-        results = await gather(
+        return await gather(
             [functools.partial(self._store.search_messages, k, chat_ids=chats, limit=limit) for k in searched]
         )
+
+    def _offer_messages(
+        self,
+        query: RetrievalQuery,
+        keywords: tuple[str, ...],
+        results: list[list[MessageHit]],
+        offer: _Offer,
+    ) -> None:
+        matched: dict[str, set[str]] = {}
+        messages: dict[str, StoredMessage] = {}
+        searched = keywords[: self._settings.message_keywords_max]
         for keyword, hits in zip(searched, results, strict=True):
             for hit in hits:
                 message = hit.message
@@ -333,31 +372,15 @@ class RetrievalEngine:
             return False
         return query.now - message.time < self._settings.fresh_window
 
-    async def _filtered(
-        self, query: RetrievalQuery, scopes: tuple[MemoryScope, ...], terms: tuple[str, ...], offer: _Offer
-    ) -> None:
-        filtered = any(
-            f is not None for f in (query.memory_types, query.tags, query.since, query.min_importance)
+    async def _important(self, topic_thread_id: str) -> list[Memory]:
+        return await self._store.list_memories(
+            scopes=[(ScopeType.THREAD, topic_thread_id)],
+            min_importance=0.7,
+            limit=self._settings.per_source,
         )
-        if filtered:
-            memories = await self._store.list_memories(
-                scopes=scopes,
-                memory_types=query.memory_types,
-                tags=query.tags,
-                since=query.since,
-                min_importance=query.min_importance,
-                limit=self._settings.per_source,
-            )
-            reason = "按类型/标签/时间/重要度筛选"
-        elif query.topic_thread_id is not None and not query.new_topic:
-            memories = await self._store.list_memories(
-                scopes=[(ScopeType.THREAD, query.topic_thread_id)],
-                min_importance=0.7,
-                limit=self._settings.per_source,
-            )
-            reason = "本线程的重要记忆"
-        else:
-            return
+
+    @staticmethod
+    def _offer_listed(memories: Sequence[Memory], reason: str, terms: tuple[str, ...], offer: _Offer) -> None:
         for memory in memories:
             cover = (
                 lexical_score(terms, memory.content.lower(), frozenset(query_terms(memory.content)))

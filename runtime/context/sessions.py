@@ -245,6 +245,8 @@ class SessionManager:
             handoff = None if thread_created else await self._handoffs.pending_for(thread.id, chat_id)
             if handoff is not None:
                 handoff = await self._handoffs.deliver(handoff, session.id, writes=writes)
+            else:
+                self._handoffs.opened_without(session)
             return OpenedSession(
                 session, created=True, resumed=False, handoff=handoff, closed_previous=closed_previous
             )

@@ -220,6 +220,11 @@ class MemoryTables:
         hits.sort(key=lambda h: (-h[0], -h[1].importance, h[1].id))
         return [MemoryHit(m, s) for s, m in hits[:limit]]
 
+    async def search_memories_each(
+        self, queries: Sequence[str], *, scopes: Collection[MemoryScope], limit: int = 10
+    ) -> list[list[MemoryHit]]:
+        return [await self.search_memories(q, scopes=scopes, limit=limit) for q in queries]
+
     async def save_memory_vector(self, memory_id: str, data: bytes, *, model: str | None = None) -> None:
         self._check()
         found = self._memories.get(memory_id)

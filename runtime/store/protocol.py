@@ -1,7 +1,7 @@
 """The storage contract: ``Store``, the union of the role Protocols, and the rules every backend keeps.
 
 ``Store`` is what a backend implements (``runtime.store.backends`` opens one by name); a consumer
-depends on the roles it uses (``runtime.store.roles``), 68 methods in all::
+depends on the roles it uses (``runtime.store.roles``), 69 methods in all::
 
     StoreLifecycle     2  close, statistics
     BatchWrites        1  write (the writer task's batches)
@@ -9,7 +9,7 @@ depends on the roles it uses (``runtime.store.roles``), 68 methods in all::
     EventRows         12  the kernel's events, scheduled activations and speech log
     LexiconRows        4  lexicon terms
     ContextRows       15  topic threads, sessions and transcripts, handoffs, tasks
-    MemoryRows         8  long-term memories and their embeddings
+    MemoryRows         9  long-term memories and their embeddings
     MemoryLayerRows    6  rolling summaries and user profiles
     LedgerRows         3  token usage per chat and day
     EpisodeRows        6  episodes, their steps, tool calls

@@ -289,6 +289,12 @@ class MemoryRows(Protocol):
         self, query: str, *, scopes: Collection[MemoryScope], limit: int = 10
     ) -> list[MemoryHit]: ...
 
+    async def search_memories_each(
+        self, queries: Sequence[str], *, scopes: Collection[MemoryScope], limit: int = 10
+    ) -> list[list[MemoryHit]]:
+        """For each of ``queries``, in order, what :meth:`search_memories` finds for it alone, all in
+        one statement (a context build searches a few words at once)."""
+
     async def save_memory_vector(self, memory_id: str, data: bytes, *, model: str | None = None) -> None:
         """Attach (or replace) a memory's embedding; no-op for an unknown memory id."""
 

@@ -387,6 +387,34 @@ async def test_memories_respect_scopes(store: Store) -> None:
     assert await store.count_memories() == 3
 
 
+async def test_searching_several_words_at_once_finds_what_each_search_finds(store: Store) -> None:
+    contents = [
+        "杭州的路线定了西湖和灵隐寺",
+        "杭州三日游第二天去西湖",
+        "路线上要避开周末的西湖",
+        "灵隐寺周一不开门",
+        "三日游的预算是两千",
+        "别的群也去杭州",
+    ]
+    for n, content in enumerate(contents):
+        scope = (ScopeType.CHAT, G2) if n == 5 else (ScopeType.CHAT, G1)
+        await store.upsert_memory(
+            memory(f"m{n}", *scope, content, float(n), importance=(0.5, 0.9)[n % 2], embedding=bytes(n))
+        )
+    await store.upsert_memory(memory("m9", ScopeType.IDENTITY, "", "灰风记得杭州的西湖", importance=0.5))
+    scopes = [(ScopeType.CHAT, G1), (ScopeType.IDENTITY, "")]
+    words = ["杭州", "西湖", "的", "灵隐寺", "", "？", "没有的词", "西湖"]
+    for limit in (1, 2, 10):
+        for asked in (words, ["西湖"], ["？", "杭州"]):
+            each = await store.search_memories_each(asked, scopes=scopes, limit=limit)
+            alone = [await store.search_memories(w, scopes=scopes, limit=limit) for w in asked]
+            assert each == alone, (asked, limit)
+    each = await store.search_memories_each(words, scopes=scopes, limit=10)
+    assert len(each[1]) == 4, each[1]  # the rows themselves, vectors and all
+    assert await store.search_memories_each(words, scopes=[], limit=5) == [[] for _ in words]
+    assert await store.search_memories_each([], scopes=scopes) == []
+
+
 async def test_memory_vectors_are_stored_not_computed(store: Store) -> None:
     blob = bytes(range(16))
     await store.upsert_memory(memory("m1", ScopeType.CHAT, G1, "向量", embedding=blob, embedding_model="e1"))

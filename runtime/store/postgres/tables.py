@@ -288,6 +288,39 @@ class ContextTables(PostgresBase):
         found = await self._rows(sql, values)
         return [MemoryHit(r_.memory_from_row(r), float(r[-1])) for r in found]
 
+    async def search_memories_each(
+        self, queries: Sequence[str], *, scopes: Collection[MemoryScope], limit: int = 10
+    ) -> list[list[MemoryHit]]:
+        # One branch per query, each search_memories' own statement (its order and limit) numbered
+        # by the query; the outer order repeats each branch's, so every query's hits come in order.
+        self._check()
+        each: list[list[MemoryHit]] = [[] for _ in queries]
+        if not scopes or limit <= 0:
+            return each
+        clause, scope_values = _scope_clause(scopes)
+        branches: list[str] = []
+        values: list[Any] = []
+        for index, query in enumerate(queries):
+            parsed = parse_query(query)
+            if parsed.empty:
+                continue
+            match, rank = text_match("m", parsed)
+            branches.append(
+                f"(SELECT {r_.MEMORY_COLUMNS}, {rank} AS rank, {index} AS query_index "
+                f"FROM {r_.MEMORY_FROM} WHERE ({match}) AND {clause} "
+                f"ORDER BY rank DESC, m.importance DESC, m.id LIMIT {int(limit)})"
+            )
+            values += scope_values
+        if not branches:
+            return each
+        sql = (
+            f"SELECT * FROM ({' UNION ALL '.join(branches)}) AS found "
+            "ORDER BY query_index, rank DESC, importance DESC, id"
+        )
+        for r in await self._rows(sql, values):
+            each[int(r[-1])].append(MemoryHit(r_.memory_from_row(r), float(r[-2])))
+        return each
+
     async def save_memory_vector(self, memory_id: str, data: bytes, *, model: str | None = None) -> None:
         await self._execute(
             "save_memory_vector",

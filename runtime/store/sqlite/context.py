@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from runtime.store.protocol import MemoryScope
@@ -251,6 +251,38 @@ class ContextTables(SqliteBase):
         )
         found = await self._rows(sql, [fts_match(parsed), *params])
         return [MemoryHit(r_.memory_from_row(r), -float(r[-1])) for r in found]
+
+    async def search_memories_each(
+        self, queries: Sequence[str], *, scopes: Collection[MemoryScope], limit: int = 10
+    ) -> list[list[MemoryHit]]:
+        # One branch per query, each search_memories' own statement (its order and limit) numbered
+        # by the query; the outer order repeats each branch's, so every query's hits come in order.
+        self._check()
+        each: list[list[MemoryHit]] = [[] for _ in queries]
+        if not scopes or limit <= 0:
+            return each
+        clause, scope_params = _scope_clause(scopes)
+        branches: list[str] = []
+        params: list[Any] = []
+        for index, query in enumerate(queries):
+            parsed = parse_query(query)
+            if parsed.empty:
+                continue
+            branches.append(
+                f"SELECT * FROM (SELECT {r_.MEMORY_COLUMNS}, bm25(memories_fts, 2.0, 1.0) AS rank, "
+                f"{index} AS query_index "
+                "FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid "
+                "LEFT JOIN memory_vectors AS v ON v.memory_id = m.id "
+                f"WHERE memories_fts MATCH ? AND {clause} "
+                f"ORDER BY rank, m.importance DESC, m.id LIMIT {int(limit)})"
+            )
+            params += [fts_match(parsed), *scope_params]
+        if not branches:
+            return each
+        sql = " UNION ALL ".join(branches) + " ORDER BY query_index, rank, importance DESC, id"
+        for r in await self._rows(sql, params):
+            each[int(r[-1])].append(MemoryHit(r_.memory_from_row(r), -float(r[-2])))
+        return each
 
     async def save_memory_vector(self, memory_id: str, data: bytes, *, model: str | None = None) -> None:
         await self._execute(
