@@ -13,7 +13,9 @@ which other processes' load distorts less than wall time), ending with a summary
 - **lexicon matching** against a naive ``term in text`` loop at 10,000 terms (``bench/lexicon.py``);
 - **scheduler** operations per second with 100,000 pending events (schedule, cancel, snooze, due),
   EventStore state moves included;
-- **bad input**: one 200,000-character message against a 60-character one.
+- **bad input**: one 200,000-character message against a 60-character one;
+- ``--only growth``: one long stream (``--messages`` over ``--groups``, 200 a second) into a fresh
+  kernel that learns and prunes as the bot does, µs per message and what the kernel holds by tenth.
 
 Targets (issue 2, for an unloaded 2-core machine): ingest >= 50,000 msg/s (never below 20,000),
 i.e. within about 4x of the bare loop; scheduler >= 200,000 ops/s; memory <= 300 MB. On a loaded
@@ -21,6 +23,7 @@ machine every figure runs slow, the bare loop's too: read the ratio first.
 
     .venv/bin/python bench/kernel.py [--groups 1000] [--messages 20000] [--runs 5] [--seed 7]
     .venv/bin/python bench/kernel.py --only scheduler [--runs 5]   # the scheduler section alone
+    .venv/bin/python bench/kernel.py --only growth --groups 200 --messages 60000   # cost along a stream
 """
 
 from __future__ import annotations
@@ -381,6 +384,49 @@ def bench_scheduler(pending: int, ops: int, runs: int) -> float:
     return 1e9 / mixed_ns
 
 
+def bench_growth(messages: Sequence[ChatMessage], *, every: int) -> None:
+    """Per-message cost along one long stream into a fresh kernel, by tenth: whether it grows.
+
+    The bot's own life, in the kernel alone: an empty lexicon that learns from what it reads, and
+    every ``every`` messages (the bot's minute at the stream's rate) a learning batch and the prune
+    of housekeeping. Printed per tenth: µs per message (CPU time of this process) and the sizes of
+    what the kernel holds (live threads, terms indexed in the chats' postings, remembered message
+    ids, finished events kept, lexicon terms), which load cannot skew: a cost that grows with what
+    accumulates shows in both, a cost that levels off at a cap shows the cap being reached."""
+    kernel = Kernel(KernelSettings(self_ids=(BOT_ID,)), segmenter=WhitespaceSegmenter())
+    lexicon = kernel.lexicon
+    tenth = max(1, len(messages) // 10)
+    gc.collect()
+    rows: list[tuple[float, str]] = []
+    spent = 0
+    for n, message in enumerate(messages, 1):
+        start = time.process_time_ns()
+        kernel.ingest(message)
+        if n % 100 == 0:
+            kernel.due(message.time)
+        spent += time.process_time_ns() - start
+        if n % every == 0:
+            batch = lexicon.prepare_learning(kernel.take_learning(None))
+            lexicon.apply_learning(batch, message.time)
+            kernel.prune(message.time)
+        if n % tenth == 0:
+            stats = kernel.statistics()
+            held = (
+                f"{stats.threads.threads:7,} {stats.threads.indexed_terms:9,}"
+                f" {stats.threads.remembered_messages:9,} {stats.events.terminal:8,} {stats.lexicon.terms:8,}"
+            )
+            rows.append((spent / tenth / 1_000, held))
+            spent = 0
+    chats = len({m.chat_id for m in messages})
+    print(f"## growth: {len(messages):,} messages over {chats:,} groups into a fresh kernel, by tenth")
+    heads = ("tenth", 5), ("µs/msg", 8), ("threads", 7), ("postings", 9), ("msg ids", 9), ("finished", 8)
+    print("   " + " ".join(f"{name:>{width}}" for name, width in heads) + f" {'terms':>8}")
+    for index, (us, held) in enumerate(rows, 1):
+        print(f"   {index:5d} {us:8.1f} {held}")
+    if len(rows) >= 2:
+        print(f"   last tenth / first tenth: {rows[-1][0] / rows[0][0]:.2f}x (CPU; read the sizes first)")
+
+
 # Components of Kernel.ingest, by the function that marks them on the stack (file, function).
 _COMPONENTS = (
     ("ThreadTracker.assign", "kernel/threads.py", "assign"),
@@ -471,9 +517,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-matching", action="store_true", help="leave out the lexicon vs naive section")
     parser.add_argument(
-        "--only", choices=["scheduler"], help="run that section alone (seconds, not a minute), no summary"
+        "--only",
+        choices=["scheduler", "growth"],
+        help="run that section alone (seconds, not a minute), no summary",
     )
     args = parser.parse_args(argv)
+    if args.only == "growth":  # the soak's pace: 200 messages a second over all groups
+        corpus = lexbench.build_corpus(args.seed, global_terms=2_000, groups=args.groups, group_terms=50)
+        texts = lexbench.realistic_messages(args.messages, args.seed + 1, terms=corpus.global_terms)
+        idents = [chat_id.partition(":")[2] for chat_id in corpus.group_terms]
+        bench_growth(chat_stream(texts, idents, args.seed + 2, step=1 / 200), every=12_000)
+        print(f"   load average (1 min) {os.getloadavg()[0]:.2f} at the end on {os.cpu_count()} CPUs")
+        return 0
     if args.only == "scheduler":
         load = os.getloadavg()[0]
         bench_scheduler(args.pending, 20_000, args.runs)

@@ -387,20 +387,33 @@ class SessionManager:
         return archive
 
     async def sweep(self, now: float) -> list[ClosedSession]:
-        """Mark silent sessions idle and close those silent past the timeout (call periodically)."""
+        """Mark silent sessions idle and close those silent past the timeout (call periodically).
+
+        Only a session the listing shows due for a change is read again (under its lock): a turn can
+        only make a session less silent (``updated_at`` never goes back), so one the listing shows
+        recent is left alone without a read. A sweep's reads are the sessions it acts on, not every
+        open session of every chat (hundreds in a busy bot, every minute)."""
         closed: list[ClosedSession] = []
         for listed in await self._store.list_sessions(states=OPEN_SESSION_STATES):
+            if not self._sweep_due(listed, now):
+                continue
             async with self._locked(listed.topic_thread_id, listed.chat_id):
                 session = await self._store.get_session(listed.id)  # a turn may have come meanwhile
                 if session is None or session.state not in OPEN_SESSION_STATES:
                     continue
-                silent = now - session.updated_at
-                if silent > self._settings.idle_timeout:
+                if now - session.updated_at > self._settings.idle_timeout:
                     closed.append(await self._close(session, now=now, reason=CloseReason.IDLE))
-                elif silent > self._settings.idle_after and session.state is SessionState.ACTIVE:
+                elif self._sweep_due(session, now):
                     # Keep updated_at: idleness is measured from the last turn, not from this mark.
                     await self._store.upsert_session(replace(session, state=SessionState.IDLE))
         return closed
+
+    def _sweep_due(self, session: Session, now: float) -> bool:
+        """Whether :meth:`sweep` closes ``session`` or marks it idle, as of ``now``."""
+        silent = now - session.updated_at
+        if silent > self._settings.idle_timeout:
+            return True
+        return silent > self._settings.idle_after and session.state is SessionState.ACTIVE
 
     async def close_all(
         self, now: float, *, reason: CloseReason = CloseReason.SHUTDOWN, use_model: bool = False

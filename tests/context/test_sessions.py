@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
+from typing import Any
 
 import anyio
 import pytest
@@ -125,6 +127,47 @@ async def test_idle_then_timeout_closes_with_transcript_and_handoff(store: Store
     assert "另一个话题" not in transcript.content
     assert closed[0].handoff.written_by == "fallback"
     assert "好，我先列字段" in closed[0].handoff.summary
+
+
+class CountedReads:
+    """The store, with how often each of its methods was called."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+@pytest.mark.asyncio
+async def test_a_sweep_reads_again_only_the_sessions_it_changes(store: Store) -> None:
+    """The sweep runs every minute over every open session of every chat: the ones still talking cost
+    it no read of their own, so its work follows the silent sessions, not how many chats are busy."""
+    t = await thread(store)
+    counted = CountedReads(store)
+    sessions = manager(counted)  # type: ignore[arg-type]  # the store's methods, counted
+    quiet = await sessions.open(t, "group:quiet", now=0.0)
+    gone = await sessions.open(t, "group:gone", now=-2_000.0)
+    talking = [(await sessions.open(t, f"group:{n}", now=1_000.0)).session.id for n in range(40)]
+
+    counted.calls.clear()
+    closed = await sessions.sweep(now=1_010.0)
+
+    assert [c.session.id for c in closed] == [gone.session.id]
+    states = {s.id: s.state for s in await store.list_sessions()}
+    assert states[quiet.session.id] is SessionState.IDLE
+    assert {states[session_id] for session_id in talking} == {SessionState.ACTIVE}
+    assert counted.calls["list_sessions"] == 1
+    assert counted.calls["get_session"] == 2  # the quiet one and the gone one, under their locks
 
 
 @pytest.mark.asyncio
