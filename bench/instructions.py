@@ -14,6 +14,7 @@ twice under ``valgrind --tool=callgrind``, after the same warm-up, once over N m
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import pickle
 import re
@@ -43,6 +44,13 @@ def _generate(path: Path, total: int, groups: int, seed: int) -> None:
     path.write_bytes(pickle.dumps((corpus.global_terms, corpus.group_terms, rows)))
 
 
+def _settle() -> None:
+    """Collect and freeze what the warm-up made: a full collection walking the lexicon in one run and
+    not the other would swamp the difference of the two runs."""
+    gc.collect()
+    gc.freeze()
+
+
 def _measured(path: Path, part: str, warm: int, count: int) -> None:
     """Run inside callgrind: warm up on the first ``warm`` messages, then take ``count`` more."""
     from runtime.kernel.message import ChatKind, ChatMessage
@@ -58,6 +66,7 @@ def _measured(path: Path, part: str, warm: int, count: int) -> None:
 
         for message in head:
             extract_terms(message.text, 1_000, 16)
+        _settle()
         for message in tail:
             extract_terms(message.text, 1_000, 16)
         return
@@ -67,6 +76,7 @@ def _measured(path: Path, part: str, warm: int, count: int) -> None:
         tracker = ThreadTracker()
         for message in head:
             tracker.assign(message)
+        _settle()
         for message in tail:
             tracker.assign(message)
         return
@@ -95,6 +105,7 @@ def _measured(path: Path, part: str, warm: int, count: int) -> None:
     for message in head:
         kernel.ingest(message)
     kernel.due(head[-1].time)
+    _settle()
     for message in tail:
         kernel.ingest(message)
 
