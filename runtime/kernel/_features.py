@@ -5,6 +5,12 @@ far too slow for the hot path). The work is bounded whatever the input: at most 
 characters are read and at most ``max_terms`` terms kept. Bigrams that contain a function character
 (的, 了, 吗, 我, 你...) and common chat words in either language are dropped, because they join
 unrelated conversations rather than separate them.
+
+Most of the cost is the regular expressions' per-match overhead (each run found is a search, a
+buffer allocated and a string made) and one new string per bigram, so the extraction makes as few
+of both as the result allows: no CJK scan of an ASCII text; a run of two characters is its own
+bigram; and the runs are first looked for in a prefix of a few characters per wanted term, which
+most messages fill their terms from, the whole text scanned only when the prefix falls short.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ import re
 
 __all__ = ["extract_terms"]
 
-# Letters, digits and the joiners that occur inside technical words (file.txt, c++, x86_64, mp3).
-_ASCII_WORD = re.compile(r"[a-z0-9][a-z0-9_+#.\-]*[a-z0-9+#]|[a-z0-9]")
+# Letters, digits and the joiners that occur inside technical words (file.txt, c++, x86_64, mp3), two
+# characters or more (a single letter or digit is never a term, and matching it would not change
+# where the next word starts).
+_ASCII_WORD = re.compile(r"[a-z0-9][a-z0-9_+#.\-]*[a-z0-9+#]")
 
 # Longer words (pasted hashes, paths) are cut so profile keys stay small.
 _MAX_WORD = 32
@@ -45,6 +53,12 @@ def _content_run_pattern() -> re.Pattern[str]:
 
 # Equal to blanking the function characters and then taking CJK runs, without the copy.
 _CJK_CONTENT_RUN = _content_run_pattern()
+
+# The prefix first scanned for runs, in characters per wanted term: a message's content characters
+# give about one term each, so most messages fill ``max_terms`` from it (and a long paste is not
+# scanned to its end). A run cut off at the prefix's end yields a prefix of its bigrams, which come
+# first in the text all the same: the terms found so are the terms of the whole text.
+_PREFIX_PER_TERM = 3
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -82,26 +96,48 @@ _ASCII_STOP = _wordset(
 
 
 def extract_terms(text: str, max_chars: int = 1_000, max_terms: int = 48) -> tuple[str, ...]:
-    """The distinct content terms of ``text`` in order of first appearance, bounded in number."""
+    """The distinct content terms of ``text`` in order of first appearance, bounded in number:
+    its ASCII words, then its CJK bigrams, the first ``max_terms`` of them."""
     if not text:
         return ()
     head = text[:max_chars].lower()
     seen: dict[str, None] = {}
-    for word in _ASCII_WORD.findall(head):
-        if len(word) < 2 or word in _ASCII_STOP or word.isdigit():
-            continue
-        seen[word[:_MAX_WORD] if len(word) > _MAX_WORD else word] = None
-        if len(seen) >= max_terms:
-            return tuple(seen)
-    # Function characters are breaks, so the runs hold content characters only; bigrams are cut
-    # one at a time because most messages reach ``max_terms`` long before their end.
-    stop = _CJK_STOP_BIGRAMS
-    for run in _CJK_CONTENT_RUN.findall(head):
-        for i in range(len(run) - 1):
-            bigram = run[i : i + 2]
-            if bigram in stop:
+    words = _ASCII_WORD.findall(head)
+    if words:
+        stop = _ASCII_STOP
+        for word in words:
+            if word in stop or word.isdigit():
                 continue
-            seen[bigram] = None
+            seen[word[:_MAX_WORD] if len(word) > _MAX_WORD else word] = None
             if len(seen) >= max_terms:
                 return tuple(seen)
+    if head.isascii():  # no CJK character (a constant-time check)
+        return tuple(seen)
+    prefix = _PREFIX_PER_TERM * max_terms
+    if len(head) > prefix:
+        found = dict(seen)
+        if _add_bigrams(found, _CJK_CONTENT_RUN.findall(head, 0, prefix), max_terms):
+            return tuple(found)
+    _add_bigrams(seen, _CJK_CONTENT_RUN.findall(head), max_terms)
     return tuple(seen)
+
+
+def _add_bigrams(seen: dict[str, None], runs: list[str], max_terms: int) -> bool:
+    """Add the content bigrams of ``runs`` to ``seen`` in order, up to ``max_terms`` terms in all;
+    whether it got there. Function characters are breaks, so the runs hold content characters only;
+    bigrams are cut one at a time because most messages reach ``max_terms`` long before their end."""
+    stop = _CJK_STOP_BIGRAMS
+    for run in runs:
+        if len(run) == 2:  # the commonest run: its own bigram, no new string
+            if run not in stop:
+                seen[run] = None
+                if len(seen) >= max_terms:
+                    return True
+            continue
+        for i in range(len(run) - 1):
+            bigram = run[i : i + 2]
+            if bigram not in stop:
+                seen[bigram] = None
+                if len(seen) >= max_terms:
+                    return True
+    return False
