@@ -13,7 +13,7 @@ calls (after a warm-up) are timed two ways, wall clock, median and p99:
 Overhead = the call's time minus the tool's own sleep; the bot's share = through the bot minus SDK
 alone. The machine's load distorts every figure (the server is another process): read medians.
 
-    .venv/bin/python bench/mcp.py [--calls 200] [--tool-ms 0]
+    .venv/bin/python bench/mcp_calls.py [--calls 200] [--tool-ms 0]
 """
 
 from __future__ import annotations
