@@ -122,12 +122,15 @@ def test_no_collection_while_serving_walks_the_state_a_busy_bot_keeps() -> None:
     assert max(objects for _, objects in walked) <= 80_000  # a fifth of the state at most
 
 
-def _serve_with_full_buffers(messages: int, sweeps: YoungCollections | None) -> tuple[list[int], int]:
+def _serve_with_full_buffers(messages: int, every: int | None) -> tuple[list[int], int, int]:
     """A bot whose bounded buffers are full: each message's kept records replace as many old ones.
-    The objects each collection walked (its generations' objects at its start), and the most the
-    young and middle generations held (what the next collection of them would walk)."""
+    With ``every``, a :class:`YoungCollections` paced by those messages. The objects each collection
+    walked (its generations' objects at its start), the most the young and middle generations held
+    (what the next collection of them would walk), and the sweeps' collections."""
     walked: list[int] = []
     held = 0
+    taken = 0
+    sweeps = YoungCollections(lambda: taken, every=every) if every is not None else None
 
     def note(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
@@ -144,7 +147,7 @@ def _serve_with_full_buffers(messages: int, sweeps: YoungCollections | None) -> 
             scratch = [[n, i] for i in range(10)]  # garbage, freed at once
             state.extend(_Kept(n, parts) for parts in scratch[:5])  # kept, replacing old records
             del scratch
-            _taken[0] += 1
+            taken += 1
             if sweeps is not None and n % 50 == 0:  # the sweeps' task wakes between messages
                 sweeps.check()
             if n % 1_000 == 999:
@@ -152,10 +155,7 @@ def _serve_with_full_buffers(messages: int, sweeps: YoungCollections | None) -> 
     finally:
         gc.callbacks.remove(note)
         tuning.undo()
-    return walked, held
-
-
-_taken = [0]  # messages taken, for the sweeps
+    return walked, held, sweeps.collections if sweeps is not None else 0
 
 
 def test_young_collections_come_by_messages_when_full_buffers_keep_net_allocations_flat() -> None:
@@ -163,11 +163,10 @@ def test_young_collections_come_by_messages_when_full_buffers_keep_net_allocatio
     those freed barely grow: left to its thresholds, the collector lets the young generation fill
     with the survivors of tens of thousands of messages and walks them all at once, with every chat
     held. Collected after every 1,000 messages, a walk holds about 1,000 messages' survivors."""
-    _, held_late = _serve_with_full_buffers(20_000, None)
-    sweeps = YoungCollections(lambda: _taken[0], every=1_000)
-    walked, held = _serve_with_full_buffers(20_000, sweeps)
+    _, held_late, _ = _serve_with_full_buffers(20_000, None)
+    walked, held, collections = _serve_with_full_buffers(20_000, every=1_000)
     assert held_late > 100_000  # the records of most of the 20,000 messages, waiting for one walk
-    assert sweeps.collections >= 19
+    assert collections >= 19
     assert walked
     assert max(walked) <= 25_000  # 1,000 to 1,050 messages' worth: 5 records and 5 lists each
     assert held <= 25_000
