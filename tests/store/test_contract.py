@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 
 import pytest
 
@@ -306,6 +307,29 @@ async def test_topic_threads(store: Store) -> None:
     assert [t.id for t in active] == ["tt-video", "tt-arch"]
     assert [t.id for t in await store.list_topic_threads(chat_id=G1)] == ["tt-arch"]
     assert [t.id for t in await store.list_topic_threads(limit=1)] == ["tt-video"]
+
+
+async def test_a_chats_threads_follow_every_change_of_a_threads_chats(store: Store) -> None:
+    """A thread bound to a second chat is listed there too, newest first with the chat's others; one
+    whose chats change leaves the chat it no longer names; a status filter and a limit still apply."""
+    arch = TopicThread("tt-arch", "灰风架构设计", "design", "", 1.0, 5.0, chat_ids=(G1,))
+    video = TopicThread("tt-video", "陪我看视频", "companion", "", 2.0, 9.0, chat_ids=(G2,))
+    await store.upsert_topic_thread(arch)
+    await store.upsert_topic_thread(video)
+
+    await store.upsert_topic_thread(replace(arch, chat_ids=(G1, G2), updated_at=6.0))
+    assert [t.id for t in await store.list_topic_threads(chat_id=G2)] == ["tt-video", "tt-arch"]
+    assert [t.id for t in await store.list_topic_threads(chat_id=G2, limit=1)] == ["tt-video"]
+    assert [t.id for t in await store.list_topic_threads(chat_id=G1)] == ["tt-arch"]
+
+    await store.upsert_topic_thread(replace(arch, chat_ids=(G2,), updated_at=10.0))
+    assert await store.list_topic_threads(chat_id=G1) == []
+    assert [t.id for t in await store.list_topic_threads(chat_id=G2)] == ["tt-arch", "tt-video"]
+
+    await store.upsert_topic_thread(replace(video, status=TopicThreadStatus.ARCHIVED))
+    live = await store.list_topic_threads(chat_id=G2, statuses=[TopicThreadStatus.ACTIVE])
+    assert [t.id for t in live] == ["tt-arch"]
+    assert await store.list_topic_threads(chat_id="group:3") == []
 
 
 def session(sid: str, state: SessionState = SessionState.ACTIVE, t: float = 1.0, **kw: object) -> Session:

@@ -148,7 +148,10 @@ def test_every_column_that_names_a_chat_is_rebound() -> None:
     schema = sqlite3.connect(":memory:")
     for migration in load_migrations():
         schema.executescript(migration.sql)
-    covered = {(table, column) for table, column, _ in CHAT_COLUMNS} | {("threads", "chat_ids_json")}
+    # threads.chat_ids_json is rewritten as JSON; thread_chats follows it through its triggers (the
+    # snapshot checks of the rebind tests find no unbound id there either).
+    derived = {("threads", "chat_ids_json"), ("thread_chats", "chat_id")}
+    covered = {(table, column) for table, column, _ in CHAT_COLUMNS} | derived
     tables = [name for (name,) in schema.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     for table in tables:
         if "fts" in table:

@@ -101,18 +101,19 @@ class ContextTables(PostgresBase):
         limit: int | None = None,
     ) -> list[TopicThread]:
         where, params = ["TRUE"], []
+        source = "threads"
+        if chat_id is not None:
+            # The chat's rows of thread_chats (kept by a trigger): its threads only, not every thread's
+            # chat list.
+            source = "thread_chats AS c JOIN threads ON threads.id = c.thread_id"
+            where.append("c.chat_id = ?")
+            params.append(chat_id)
         if statuses is not None:
             where.append(f"status IN ({placeholders(statuses)})")
             params += [str(s) for s in statuses]
-        if chat_id is not None:
-            where.append(
-                "EXISTS (SELECT 1 FROM jsonb_array_elements_text(chat_ids_json::jsonb) AS j (value) "
-                "WHERE value = ?)"
-            )
-            params.append(chat_id)
         sql = (
-            f"SELECT {r_.THREAD_COLUMNS} FROM threads WHERE {' AND '.join(where)} "
-            f"ORDER BY updated_at DESC, id DESC{_limit(limit)}"
+            f"SELECT {r_.THREAD_COLUMNS} FROM {source} WHERE {' AND '.join(where)} "
+            f"ORDER BY updated_at DESC, threads.id DESC{_limit(limit)}"
         )
         return [r_.thread_from_row(r) for r in await self._rows(sql, params)]
 

@@ -44,6 +44,31 @@ def _limit(limit: int | None) -> str:
     return "" if limit is None else f" LIMIT {max(int(limit), 0)}"
 
 
+def topic_threads_sql(
+    *,
+    statuses: Collection[TopicThreadStatus] | None = None,
+    chat_id: str | None = None,
+    limit: int | None = None,
+) -> tuple[str, list[Any]]:
+    """The listing of topic threads, newest first. A chat's goes from that chat's rows in
+    ``thread_chats`` (``CROSS JOIN`` keeps that table the outer loop: the planner would otherwise walk
+    every thread by ``updated_at`` looking for the chat's), so it reads the chat's threads only."""
+    where, params = ["1"], []
+    source = "threads"
+    if chat_id is not None:
+        source = "thread_chats AS c CROSS JOIN threads ON threads.id = c.thread_id"
+        where.append("c.chat_id = ?")
+        params.append(chat_id)
+    if statuses is not None:
+        where.append(f"status IN ({placeholders(statuses)})")
+        params += [str(s) for s in statuses]
+    sql = (
+        f"SELECT {r_.THREAD_COLUMNS} FROM {source} WHERE {' AND '.join(where)} "
+        f"ORDER BY updated_at DESC, threads.id DESC{_limit(limit)}"
+    )
+    return sql, params
+
+
 def _scope_clause(scopes: Collection[MemoryScope]) -> tuple[str, list[Any]]:
     """``(m.scope_type = ? AND m.scope_id = ?) OR ...`` for the allowed scopes."""
     pairs = sorted({(str(kind), ident) for kind, ident in scopes})
@@ -68,17 +93,7 @@ class ContextTables(SqliteBase):
         chat_id: str | None = None,
         limit: int | None = None,
     ) -> list[TopicThread]:
-        where, params = ["1"], []
-        if statuses is not None:
-            where.append(f"status IN ({placeholders(statuses)})")
-            params += [str(s) for s in statuses]
-        if chat_id is not None:
-            where.append("EXISTS (SELECT 1 FROM json_each(chat_ids_json) WHERE value = ?)")
-            params.append(chat_id)
-        sql = (
-            f"SELECT {r_.THREAD_COLUMNS} FROM threads WHERE {' AND '.join(where)} "
-            f"ORDER BY updated_at DESC, id DESC{_limit(limit)}"
-        )
+        sql, params = topic_threads_sql(statuses=statuses, chat_id=chat_id, limit=limit)
         return [r_.thread_from_row(r) for r in await self._rows(sql, params)]
 
     # -- sessions and transcripts ---------------------------------------------------------------

@@ -1,0 +1,103 @@
+"""A chat's topic threads are found through ``thread_chats``, not by reading every thread's chat list.
+
+The resolver lists a chat's live threads on the way to every addressed reply. Read through each
+thread's ``chat_ids_json``, that listing grew with every thread ever made in any chat: 15 ms at
+10,000 threads and 50-70 ms at 50,000 on this machine, for a quiet chat with none of them. The
+SQLite work of one listing is counted here in virtual-machine steps (a progress handler), so the
+test says whether it grows with the other chats' threads, whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from runtime.store.records import TopicThread, TopicThreadStatus
+from runtime.store.sqlite import DB_FILENAME, SqliteStore
+from runtime.store.sqlite.context import topic_threads_sql
+from runtime.store.sqlite.schema import LATEST_VERSION, load_migrations
+
+pytestmark = pytest.mark.asyncio
+
+QUIET, BUSY = "group:quiet", "group:busy"
+LIVE = (TopicThreadStatus.ACTIVE, TopicThreadStatus.DORMANT)
+
+
+def _thread(n: int, chat: str, at: float) -> TopicThread:
+    return TopicThread(f"topic-{chat}-{n}", f"话题 {n}", "task", "", at, at, chat_ids=(chat,))
+
+
+async def _add_threads(store: SqliteStore, chat: str, count: int, start: float) -> None:
+    for n in range(count):
+        await store.upsert_topic_thread(_thread(n, chat, start + n))
+
+
+def _listing_steps(path: Path, chat_id: str, limit: int | None) -> int:
+    """Virtual-machine steps (in hundreds) SQLite takes for the store's listing of ``chat_id``."""
+    sql, params = topic_threads_sql(statuses=LIVE, chat_id=chat_id, limit=limit)
+    db = sqlite3.connect(path)
+    steps = 0
+
+    def tick() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    try:
+        db.set_progress_handler(tick, 100)
+        db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+    return steps
+
+
+async def test_a_chats_listing_does_not_grow_with_other_chats_threads(tmp_path: Path) -> None:
+    path = tmp_path / DB_FILENAME
+    store = await SqliteStore.open(path)
+    try:
+        await _add_threads(store, QUIET, 3, 0.0)
+        await _add_threads(store, BUSY, 1_500, 100.0)
+        before = {limit: _listing_steps(path, QUIET, limit) for limit in (None, 8)}
+        await _add_threads(store, "group:other", 1_500, 5_000.0)
+        after = {limit: _listing_steps(path, QUIET, limit) for limit in (None, 8)}
+        listed = await store.list_topic_threads(statuses=LIVE, chat_id=QUIET, limit=8)
+    finally:
+        await store.close()
+
+    assert [t.id for t in listed] == [f"topic-{QUIET}-{n}" for n in (2, 1, 0)]
+    for limit in (None, 8):
+        # Reading every thread's chat list: twice the threads, twice the steps (3,000 steps and more).
+        assert after[limit] <= before[limit] + 2, (limit, before, after)
+        assert after[limit] < 50, (limit, after)
+
+
+async def test_a_database_from_before_finds_its_threads_by_chat(tmp_path: Path) -> None:
+    """Threads written before ``thread_chats`` existed are filled in by the migration."""
+    path = tmp_path / DB_FILENAME
+    older = [mig for mig in load_migrations() if "thread_chats" not in mig.name]
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " applied_at REAL NOT NULL)"
+        )
+        for mig in older:
+            conn.executescript(mig.sql)
+            conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (mig.version, mig.name))
+        for n, chats in enumerate((f'["{QUIET}"]', f'["{QUIET}", "{BUSY}"]', f'["{BUSY}"]')):
+            conn.execute(
+                "INSERT INTO threads (id, title, type, summary, vision_json, tags_json, chat_ids_json,"
+                " status, created_at, updated_at, extra_json) VALUES (?, 't', 'task', '', '{}', '[]', ?,"
+                " 'active', ?, ?, '{}')",
+                (f"old-{n}", chats, float(n), float(n)),
+            )
+    conn.close()
+
+    store = await SqliteStore.open(path)
+    try:
+        assert store.schema_version == LATEST_VERSION > len(older)
+        assert [t.id for t in await store.list_topic_threads(chat_id=QUIET)] == ["old-1", "old-0"]
+        assert [t.id for t in await store.list_topic_threads(chat_id=BUSY)] == ["old-2", "old-1"]
+    finally:
+        await store.close()
