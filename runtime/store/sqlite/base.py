@@ -10,8 +10,10 @@ context never queues behind a write that is stuck on a full disk or on another p
 
 Both connections are taken in turn through an :class:`~runtime.store.addressed_first.AddressedFirstLock`:
 an @ on its way to the model waits for the statement running, not for the queue. Its reads have a
-second read connection besides (whichever of the two is free): they never wait for another chat's
-search or the memory layer's long reads, and its context's parts are read two at a time. A transaction of
+second read connection besides, which only addressed work uses: they never wait for another chat's
+search or the memory layer's long reads. They go straight into that connection's queue, with no lock
+(its thread runs them in order), so a context's parts read back to back there instead of one per turn
+of the event loop; when reads are queued there and the shared reader is free, one goes there. A transaction of
 plain statements (:meth:`SqliteBase._tx_in_thread`: the writer's batches, single upserts, an episode's
 save) is one trip to the connection's thread, ``BEGIN`` to ``COMMIT``: while the event loop is busy each
 trip waits for its turn there, and the write lock was held across six of them. Such a transaction
@@ -108,7 +110,7 @@ class SqliteBase:
         self._version = version
         self._lock = AddressedFirstLock()
         self._read_lock = AddressedFirstLock() if reader is not None else self._lock
-        self._addressed_read_lock = AddressedFirstLock()
+        self._addressed_reads = 0  # addressed reads queued on their own connection, not yet answered
         self._busy_ms = config.busy_timeout_ms
         self._locked_by: str | None = None  # the last write's lock error, until a write commits
         self._closed = False
@@ -144,8 +146,8 @@ class SqliteBase:
                     log.warning("store.checkpoint_failed", path=str(self._path), error=str(exc))
                 finally:
                     if self._addressed_reader is not None:
-                        async with self._addressed_read_lock:
-                            await self._addressed_reader.close()
+                        # Queued behind the reads already queued there: they are answered first.
+                        await self._addressed_reader.close()
                     if self._reader is not self._db:
                         async with self._read_lock:
                             await self._reader.close()
@@ -169,24 +171,41 @@ class SqliteBase:
 
     async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         self._check()
-
-        reader, lock = self._reader, self._read_lock
         second = self._addressed_reader
-        # Addressed work reads on its own connection, unless that is busy and the shared one is free.
+        # Addressed work reads on its own connection, unless that has reads queued and the shared
+        # one is free.
         if (
             second is not None
             and in_addressed_work()
-            and (not self._addressed_read_lock.locked() or lock.locked())
+            and (self._addressed_reads == 0 or self._read_lock.locked())
         ):
-            reader, lock = second, self._addressed_read_lock
+            return await self._queued_rows(second, sql, params)
+
+        reader = self._reader
 
         async def attempt() -> list[Any]:
             # One trip to the connection's thread (execute, fetch and close there), not three.
             return list(await reader.execute_fetchall(sql, params))
 
-        async with lock:
+        async with self._read_lock:
             result: list[Any] = await self._retry("read", attempt)
             return result
+
+    async def _queued_rows(self, reader: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+        """A read put straight into the queue of ``reader``'s thread, which runs what it is given in
+        order: the reads of one context build go back to back there, each answered as it is done,
+        not one per turn of the event loop as a lock handing the connection on would let them. Only
+        addressed work queues here, so nothing else's long read stands in that queue."""
+
+        async def attempt() -> list[Any]:
+            return list(await reader.execute_fetchall(sql, params))
+
+        self._addressed_reads += 1
+        try:
+            result: list[Any] = await self._retry("read", attempt)
+            return result
+        finally:
+            self._addressed_reads -= 1
 
     async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
         rows = await self._rows(sql, params)
