@@ -30,12 +30,15 @@ Printed for each bot, and their ratio:
 -C DIR``), with its own model server: what a change bought, measured in one run. ``--soak`` is the
 60,000-message run (``--messages 60000``). ``--profile FILE`` records ``bot.py`` with
 py-spy (``--py-spy``, or ``py-spy`` on ``PATH``) over the stream, as collapsed stacks in ``FILE``.
+``--repeat N`` runs the same stream N times (fresh processes each) and ends with each headline figure's
+median and every run's value: a p99 over 120 @s is their second-slowest, and one run's tail says little.
 ``--stall-trace FILE`` has ``bot.py`` sample its loop's stack whenever the loop is held past 40 ms
 (``runtime/stall_trace.py``), one JSON line per stall in ``FILE``, and prints the longest
 stalls with what ran during them (a ``--baseline`` bot's in ``FILE-baseline``, printed after).
 
     .venv/bin/python bench/side_by_side.py [--rate 200] [--messages 12000] [--groups 200] [--at-every 100]
                                             [--soak] [--profile FILE] [--stall-trace FILE] [--seed 7]
+                                            [--repeat 1]
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -266,9 +270,14 @@ def spans_line(name: str, values: list[float], wanted: int) -> str:
     )
 
 
-def report(args: argparse.Namespace, targets: list[Target], took: float) -> None:
+Figures = dict[str, dict[str, float]]  # bot name -> figure name -> value, of one run
+
+
+def report(args: argparse.Namespace, targets: list[Target], took: float) -> Figures:
+    """Print the run's figures; return the headline ones (for ``--repeat``'s medians)."""
     bare = next((t for t in targets if t.model is None), None)
     wanted = len(targets[0].posted)
+    figures: Figures = {}
     print(
         f"stream: {args.messages:,} messages in {args.groups} groups in {took:.1f} s "
         f"= {args.messages / took:,.0f} msg/s, {wanted} @ (one in {args.at_every})"
@@ -283,6 +292,10 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> None
             f"lost {wanted - len(to_send)} of {wanted} @"
         )
         print(spans_line("@ -> first send", to_send, wanted))
+        mine = figures[target.name] = {"CPU ms per message": per_message[target.name]}
+        if to_send:
+            mine["@ -> first send p50"] = percentile(to_send, 0.5)
+            mine["@ -> first send p99"] = percentile(to_send, 0.99)
         if target.model is not None:
             requests: dict[str, float] = {}
             records = target.model.records()
@@ -291,10 +304,14 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> None
                     requests.setdefault(line["tag"], line["received"])
             to_model = [(requests[t] - target.posted[t]) * 1000 for t in target.posted if t in requests]
             print(spans_line("@ -> model request", to_model, wanted))
+            if to_model:
+                mine["@ -> model request p50"] = percentile(to_model, 0.5)
+                mine["@ -> model request p99"] = percentile(to_model, 0.99)
             if args.breakdown:
                 breakdown(stage_stamps(target, requests))
             unprompted = sum(1 for line in records if line["tools"] and line["tag"] is None)
             print(f"  model requests: {len(records)} ({unprompted} unprompted episodes it chose to join)")
+        mine["longest event-loop stall"] = target.stall_ms
         print(
             f"  longest event-loop stall {target.stall_ms:.0f} ms; full collections {target.gc_full}, "
             f"longest {target.gc_longest_ms:.0f} ms"
@@ -315,7 +332,20 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> None
     for target in targets:
         if bare is not None and target is not bare and per_message[bare.name]:
             ratio = per_message[target.name] / per_message[bare.name]
+            figures[target.name]["CPU ratio to the bare bot"] = ratio
             print(f"CPU per message, {target.name} / {bare.name}: {ratio:.2f}x  (target <= 1.3x)")
+    return figures
+
+
+def medians(runs: list[Figures]) -> None:
+    """``--repeat``: each headline figure's median over the runs, beside every run's value."""
+    print(f"## medians over {len(runs)} runs (the same stream each time)")
+    for name in runs[0]:
+        print(f"{name}:")
+        for figure in runs[0][name]:
+            values = [run[name][figure] for run in runs if figure in run.get(name, {})]
+            each = " ".join(f"{v:.2f}" if v < 10 else f"{v:.1f}" for v in values)
+            print(f"  {figure:<26} median {statistics.median(values):8.2f}   runs: {each}")
 
 
 def stall_report(path: Path, *, stalls: int = 8, stacks: int = 3, frames: int = 8) -> None:
@@ -410,7 +440,8 @@ def greywind(
     )
 
 
-async def run(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace) -> Figures:
+    figures: Figures = {}
     with contextlib.ExitStack() as processes:
         tmp = Path(processes.enter_context(tempfile.TemporaryDirectory(prefix="greywind-side-")))
         env = {"LOG_LEVEL": args.log_level}
@@ -461,7 +492,7 @@ async def run(args: argparse.Namespace) -> int:
                     spy.wait(30)
                 for target in targets:
                     await read_stalls(target)
-                report(args, targets, took)
+                figures = report(args, targets, took)
                 if args.stall_trace is not None:
                     stall_report(args.stall_trace)
                     if args.baseline is not None:
@@ -481,7 +512,7 @@ async def run(args: argparse.Namespace) -> int:
                     print(f"{target.name} logged {len(errors)} errors:")
                     for kind, count in kinds.most_common(5):
                         print(f"  {count:>5}  {kind}")
-    return 0
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -513,11 +544,24 @@ def main(argv: list[str] | None = None) -> int:
         help="bot.py's loop stalls past 40 ms, with their stacks, here (JSON lines)",
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run the stream this many times, fresh processes each, and print each headline figure's median",
+    )
     args = parser.parse_args(argv)
     if args.soak:
         args.messages = 60_000
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-    return asyncio.run(run(args))
+    runs = []
+    for n in range(max(1, args.repeat)):
+        if args.repeat > 1:
+            print(f"## run {n + 1} of {args.repeat}")
+        runs.append(asyncio.run(run(args)))
+    if len(runs) > 1:
+        medians(runs)
+    return 0
 
 
 if __name__ == "__main__":
