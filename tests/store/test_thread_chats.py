@@ -9,6 +9,7 @@ test says whether it grows with the other chats' threads, whatever the machine's
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 
@@ -76,7 +77,7 @@ async def test_a_chats_listing_does_not_grow_with_other_chats_threads(tmp_path: 
 async def test_a_database_from_before_finds_its_threads_by_chat(tmp_path: Path) -> None:
     """Threads written before ``thread_chats`` existed are filled in by the migration."""
     path = tmp_path / DB_FILENAME
-    older = [mig for mig in load_migrations() if "thread_chats" not in mig.name]
+    older = list(itertools.takewhile(lambda mig: "thread_chats" not in mig.name, load_migrations()))
     with sqlite3.connect(path) as conn:
         conn.execute(
             "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
