@@ -25,6 +25,10 @@ generation fills with survivors: the collection comes late and walks all of them
 the young and middle generations itself after every ``every`` messages, so each walk holds the
 survivors of that many messages only; every survivor is still walked once per generation it passes,
 so the total is the same, in short pieces.
+
+And the full collection, which walks everything the bot keeps, in a quiet moment:
+:class:`FullCollections` runs it once it is due and no message has come for a while, rather than
+wherever CPython's count would have started it, in the middle of the traffic.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "COLLECTOR_THRESHOLDS",
     "CollectorPauses",
     "CollectorTuning",
+    "FullCollections",
     "LoopLagMonitor",
     "LoopLagStatistics",
     "YoungCollections",
@@ -54,11 +59,11 @@ __all__ = [
 # messages at a busy bot's rate; 20,000 made each young collection walk ~24,000 objects and each
 # middle one, per 20 young, the survivors of all 20, ~260,000 objects: a 300 ms stall every ~17,000
 # messages), a middle one per 10 young (~30,000 objects), and a full one considered per 6,000 middle
-# ones. Middle collections also come from :class:`YoungCollections`, one per 250 messages (the
-# thresholds alone ran one per ~3,500 once the buffers were full, and considered a full one per 400):
-# 6,000 keeps full collections as rare as they were, one per ~1.5 million messages (and one runs only
-# when the objects that survived since the last are a quarter of those it walks).
-COLLECTOR_THRESHOLDS = (5_000, 10, 6_000)
+# ones, and never a full one: middle collections also come from :class:`YoungCollections`, one per 250
+# messages (the thresholds alone ran one per ~3,500 once the buffers were full), and CPython would
+# start a full one after so many of them, whatever the traffic. :class:`FullCollections` starts it
+# instead, in a quiet moment.
+COLLECTOR_THRESHOLDS = (5_000, 10, 2**31 - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +195,75 @@ class YoungCollections:
         self._last = done
         self._collect(1)
         self.collections += 1
+        return True
+
+
+class FullCollections:
+    """The full collection in a quiet moment, not in the middle of the traffic.
+
+    A full collection walks every object the process keeps that start-up did not (the kernel's threads
+    and events, the buffers, the caches: hundreds of thousands once a busy bot has served for hours),
+    with every chat held until it is done. CPython starts one by its own count, whatever is going on;
+    with :data:`COLLECTOR_THRESHOLDS` its count never does, and this does instead: once ``due``
+    messages have been taken since the last one, at the first check that finds no message taken for
+    ``quiet`` seconds; and once ``ceiling`` have been, whatever the traffic, so a flood that never
+    pauses still gets its cyclic garbage back.
+
+    ``work`` counts the messages taken so far (it only grows).
+    """
+
+    def __init__(
+        self,
+        work: Callable[[], int],
+        *,
+        due: int = 1_500_000,
+        ceiling: int = 6_000_000,
+        quiet: float = 2.0,
+        interval: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+        collect: Callable[[int], object] = gc.collect,
+    ) -> None:
+        if not 0 < due <= ceiling or quiet <= 0 or interval <= 0:
+            raise ValueError("full collections need 0 < due <= ceiling, a positive quiet time and interval")
+        self._work = work
+        self._due = due
+        self._ceiling = ceiling
+        self._quiet = quiet
+        self._interval = interval
+        self._clock = clock
+        self._collect = collect
+        self._last = work()  # messages taken at the last full collection
+        self._seen = self._last
+        self._seen_at = clock()  # when the count last moved
+        self.collections = 0
+        self.forced = 0  # of them, those the ceiling started in the middle of traffic
+
+    @property
+    def pending(self) -> int:
+        """Messages taken since the last full collection."""
+        return self._work() - self._last
+
+    async def run(self) -> None:
+        """Check every ``interval`` until cancelled."""
+        while True:
+            await anyio.sleep(self._interval)
+            self.check()
+
+    def check(self) -> bool:
+        """Collect if one is due and the bot is quiet, or the ceiling is reached; whether it did."""
+        now, done = self._clock(), self._work()
+        if done != self._seen:
+            self._seen, self._seen_at = done, now
+        taken = done - self._last
+        if taken < self._due:
+            return False
+        quiet = now - self._seen_at >= self._quiet
+        if not quiet and taken < self._ceiling:
+            return False
+        self._last = done
+        self._collect(2)
+        self.collections += 1
+        self.forced += not quiet
         return True
 
 

@@ -428,8 +428,14 @@ async def test_why_quoting_a_message_explains_that_message(tmp_path: Path) -> No
 async def test_the_collector_is_tuned_while_serving_and_put_back_at_stop(tmp_path: Path) -> None:
     import gc
 
+    from plugins.greywind.looplag import FullCollections
+
     before = gc.get_threshold()
     edge = build_edge(tmp_path)
+    # Due after the 250 messages below (not 1.5 million), once no message came for 0.3 s.
+    edge.full_collections = FullCollections(
+        lambda: edge.dispatcher.submitted, due=250, ceiling=10**9, quiet=0.3, interval=0.05
+    )
     await edge.start()
     try:
         assert edge.collector_tuning.applied
@@ -450,6 +456,13 @@ async def test_the_collector_is_tuned_while_serving_and_put_back_at_stop(tmp_pat
                 await anyio.sleep(0.05)
         assert edge.collector.young >= 1
         assert "年轻代回收" in edge.status_text()
+        # The full collection comes in the quiet after them, not by the collector's own count.
+        with anyio.fail_after(5):
+            while edge.full_collections.collections < 1:  # noqa: ASYNC110 - a counter, not an event
+                await anyio.sleep(0.05)
+        assert edge.collector.full == 2
+        assert edge.full_collections.forced == 0
+        assert "流量中做了 0 次" in edge.status_text()
     finally:
         await edge.stop()
     assert gc.get_threshold() == before

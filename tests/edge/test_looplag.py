@@ -9,7 +9,13 @@ from collections import deque
 import anyio
 import pytest
 
-from plugins.greywind.looplag import CollectorPauses, CollectorTuning, LoopLagMonitor, YoungCollections
+from plugins.greywind.looplag import (
+    CollectorPauses,
+    CollectorTuning,
+    FullCollections,
+    LoopLagMonitor,
+    YoungCollections,
+)
 
 
 @pytest.mark.anyio
@@ -170,3 +176,66 @@ def test_young_collections_come_by_messages_when_full_buffers_keep_net_allocatio
     assert walked
     assert max(walked) <= 25_000  # 1,000 to 1,050 messages' worth: 5 records and 5 lists each
     assert held <= 25_000
+
+
+def test_a_full_collection_waits_for_a_quiet_moment_or_the_ceiling() -> None:
+    """Due after ``due`` messages, it runs at the first check with no message for ``quiet`` seconds;
+    a flood that never pauses gets one at ``ceiling`` messages, in the middle of it."""
+    clock, taken, collected = [0.0], [0], []
+    full = FullCollections(
+        lambda: taken[0], due=100, ceiling=400, quiet=2.0, clock=lambda: clock[0], collect=collected.append
+    )
+
+    def traffic(messages: int) -> None:  # a message every 0.1 s, the check between messages
+        for _ in range(messages):
+            taken[0] += 1
+            clock[0] += 0.1
+            full.check()
+
+    def pause(seconds: float) -> bool:
+        clock[0] += seconds
+        return full.check()
+
+    traffic(99)
+    assert not pause(10.0)  # quiet, but nothing due yet
+    traffic(200)
+    assert collected == []  # due since the 100th message, but never quiet
+    assert not pause(1.0)
+    assert pause(1.5)  # 2.5 s without a message
+    assert collected == [2]
+    assert (full.forced, full.pending) == (0, 0)
+    assert not pause(10.0)  # one per due
+    traffic(399)
+    assert collected == [2]
+    traffic(1)  # the ceiling: 400 messages without a pause of 2 s
+    assert collected == [2, 2]
+    assert full.forced == 1
+
+
+def test_the_collectors_own_count_never_starts_a_full_collection() -> None:
+    """The thresholds leave full collections to :class:`FullCollections`: more middle collections than
+    CPython's count would wait for (6,000 with the previous thresholds), with survivors piling up in the
+    oldest generation, and allocations that run the collector by its count, start none."""
+    generations: list[int] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            generations.append(info["generation"])
+
+    tuning = CollectorTuning()
+    kept: list[list[int]] = []
+    tuning.apply()
+    gc.callbacks.append(note)
+    try:
+        for n in range(7_000):
+            kept.extend([n, i] for i in range(40))  # survivors, moved to the oldest generation
+            gc.collect(1)
+        for _ in range(5):
+            scratch = [[i] for i in range(20_000)]  # allocations: the collector's count runs it
+            del scratch
+    finally:
+        gc.callbacks.remove(note)
+        tuning.undo()
+    assert generations.count(1) >= 7_000
+    assert 0 in generations  # the count did run the collector
+    assert 2 not in generations
