@@ -57,6 +57,7 @@ class StoreReader(Protocol):
         limit: int = 10,
         topic_thread_id: str | None = None,
         include_recalled: bool = False,
+        newest: int | None = None,
     ) -> list[MessageHit]: ...
 
     async def search_memories(
@@ -90,6 +91,7 @@ class ReadOnlyStore:
         limit: int = 10,
         topic_thread_id: str | None = None,
         include_recalled: bool = False,
+        newest: int | None = None,
     ) -> list[MessageHit]:
         return await self._store.search_messages(
             query,
@@ -97,6 +99,7 @@ class ReadOnlyStore:
             limit=limit,
             topic_thread_id=topic_thread_id,
             include_recalled=include_recalled,
+            newest=newest,
         )
 
     async def search_memories(

@@ -204,22 +204,28 @@ class MemoryStore(MemoryTables):
         limit: int = 10,
         topic_thread_id: str | None = None,
         include_recalled: bool = False,
+        newest: int | None = None,
     ) -> list[MessageHit]:
         self._check()
         parsed = parse_query(query)
         chats = set(chat_ids)
-        if parsed.empty or not chats or limit <= 0:
+        if parsed.empty or not chats or limit <= 0 or (newest is not None and newest <= 0):
             return []
+        matching = [
+            (score, row)
+            for row in self._messages.values()
+            if row.message.chat_id in chats and (score := match_score(parsed, row.indexed)) > 0
+        ]
+        if newest is not None:
+            matching = sorted(matching, key=lambda found: -found[1].seq)[:newest]
         hits: list[tuple[float, int, StoredMessage]] = []
-        for row in self._messages.values():
+        for score, row in matching:
             m = row.message
-            if m.chat_id not in chats or (m.recalled and not include_recalled):
+            if m.recalled and not include_recalled:
                 continue
             if topic_thread_id is not None and m.topic_thread_id != topic_thread_id:
                 continue
-            score = match_score(parsed, row.indexed)
-            if score > 0:
-                hits.append((score, row.seq, m))
+            hits.append((score, row.seq, m))
         hits.sort(key=lambda h: (-h[0], -h[1]))
         return [MessageHit(m, s) for s, _, m in hits[:limit]]
 

@@ -138,8 +138,13 @@ class MessageRows(Protocol):
         limit: int = 10,
         topic_thread_id: str | None = None,
         include_recalled: bool = False,
+        newest: int | None = None,
     ) -> list[MessageHit]:
-        """Full-text search inside the given chats only; best first."""
+        """Full-text search inside the given chats only; best first.
+
+        ``newest``: rank only the chats' newest this many matching messages (recalled ones and other
+        topics' among them count, then are left out), so a common word in a long history costs a
+        window of its matches, not all of them; the best of the window come first all the same."""
 
     async def count_messages(self, chat_id: str | None = None) -> int: ...
 

@@ -205,6 +205,30 @@ async def test_search_ranks_and_limits(store: Store) -> None:
     assert len(await store.search_messages("没关系", chat_ids=[G1], limit=5)) == 5
 
 
+async def test_a_search_window_ranks_only_the_chats_newest_matches(store: Store) -> None:
+    """``newest``: the best of the chat's newest matches, scored as without the window; other chats'
+    matches do not take places in it, a recalled message takes one and is not returned."""
+    long_line = "灰风在吗 今天天气不错，我们一起去公园散步然后吃饭再看电影吧"
+    await store.append_messages(
+        [msg(G1, "best-old", 1.0, "灰风 灰风 灰风")]  # the best match of all, and the oldest
+        + [msg(G1, f"n{i}", 10.0 + i, f"{long_line} {i}") for i in range(8)]
+        + [msg(G2, f"other{i}", 30.0 + i, "灰风 灰风 灰风") for i in range(5)]  # another chat, newer
+        + [msg(G1, "short", 40.0, "灰风 灰风")]
+        + [msg(G1, "gone", 41.0, "灰风 灰风 灰风")]
+    )
+    await store.write([MessageRecalled(G1, "gone")])
+    everything = await store.search_messages("灰风", chat_ids=[G1], limit=3)
+    assert [h.message.message_id for h in everything][:2] == ["best-old", "short"]
+
+    window = await store.search_messages("灰风", chat_ids=[G1], limit=3, newest=4)
+    # The newest four matches of G1: gone (recalled), short, n7, n6.
+    assert [h.message.message_id for h in window] == ["short", "n7", "n6"]
+    scores = {h.message.message_id: h.score for h in everything}
+    assert window[0].score == pytest.approx(scores["short"])
+    assert [h.message.message_id for h in await store.search_messages("灰风", chat_ids=[G1], newest=1)] == []
+    assert await store.search_messages("灰风", chat_ids=[G1], newest=0) == []
+
+
 async def test_messages_since_keeps_each_chats_latest(store: Store) -> None:
     await store.append_messages(
         [msg(G1, f"a{i}", float(i)) for i in range(10)] + [msg(G2, f"b{i}", float(i) + 0.5) for i in range(3)]

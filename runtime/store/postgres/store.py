@@ -398,14 +398,23 @@ class PostgresStore(ContextTables, LayerTables):
         limit: int = 10,
         topic_thread_id: str | None = None,
         include_recalled: bool = False,
+        newest: int | None = None,
     ) -> list[MessageHit]:
         self._check()
         parsed = parse_query(query)
-        if parsed.empty or not chat_ids or limit <= 0:
+        if parsed.empty or not chat_ids or limit <= 0 or (newest is not None and newest <= 0):
             return []
         match, rank = text_match("m", parsed)
         where = [f"({match})", f"m.chat_id IN ({placeholders(chat_ids)})"]
         values: list[Any] = list(chat_ids)
+        if newest is not None:
+            # The window: the chats' newest matches, whatever their recall state or topic.
+            where.append(
+                f"m.seq >= (SELECT COALESCE(MIN(w.seq), 0) FROM (SELECT m.seq FROM messages AS m WHERE "
+                f"({match}) AND m.chat_id IN ({placeholders(chat_ids)}) "
+                f"ORDER BY m.seq DESC LIMIT {int(newest)}) AS w)"
+            )
+            values += list(chat_ids)
         if not include_recalled:
             where.append("m.recalled = 0")
         if topic_thread_id is not None:
