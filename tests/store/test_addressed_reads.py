@@ -12,7 +12,6 @@ queue, whose thread runs them in order. Real SQLite file; another task makes eac
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from runtime.store.records import UserProfile
 from runtime.store.sqlite import SqliteStore
 from runtime.urgency import AddressedWork, addressed
+from tests.support.sqlite_work import busy_loop
 
 pytestmark = pytest.mark.asyncio
 
@@ -29,26 +29,14 @@ TURN = 0.01
 
 async def test_an_ats_reads_do_not_each_wait_for_a_turn_of_a_busy_loop(tmp_path: Path) -> None:
     store = await SqliteStore.open(tmp_path / "greywind.sqlite3")
-    turns = [0]
-
-    async def busy() -> None:
-        while True:
-            time.sleep(TURN)  # noqa: ASYNC251 - the rest of the process's work in this turn of the loop
-            turns[0] += 1
-            await asyncio.sleep(0)
-
     try:
         for n in range(READS):
             await store.upsert_user_profile(UserProfile(f"u{n}", f"member {n}", updated_at=float(n)))
-        hog = asyncio.create_task(busy())
-        try:
-            await asyncio.sleep(0)
+        async with busy_loop(TURN) as turns:
             with addressed(AddressedWork()):
-                started = turns[0]
+                started = turns.count
                 found = await asyncio.gather(*(store.get_user_profiles([f"u{n}"]) for n in range(READS)))
-                took = turns[0] - started
-        finally:
-            hog.cancel()
+                took = turns.count - started
     finally:
         await store.close()
     assert [next(iter(profiles.values())).nickname for profiles in found] == [

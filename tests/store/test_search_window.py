@@ -9,7 +9,6 @@ progress handler), so the test says whether it grows with the older matches, wha
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from runtime.store.records import StoredMessage
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 from runtime.store.sqlite.store import message_search_sql
 from runtime.store.text import parse_query
+from tests.support.sqlite_work import vm_steps
 
 pytestmark = pytest.mark.asyncio
 
@@ -34,19 +34,7 @@ def _messages(chat: str, first: int, count: int) -> list[StoredMessage]:
 def _search_steps(path: Path, newest: int | None) -> tuple[int, list[str]]:
     """VM steps (in hundreds) of the store's search for 游戏 in CHAT, and the ids it finds."""
     sql, params = message_search_sql(parse_query("游戏"), chat_ids=[CHAT], limit=6, newest=newest)
-    db = sqlite3.connect(path)
-    steps = 0
-
-    def tick() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    try:
-        db.set_progress_handler(tick, 100)
-        rows = db.execute(sql, params).fetchall()
-    finally:
-        db.close()
+    steps, rows = vm_steps(path, sql, params)
     return steps, [str(row[1]) for row in rows]
 
 

@@ -19,6 +19,7 @@ from runtime.store.records import TopicThread, TopicThreadStatus
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 from runtime.store.sqlite.context import topic_threads_sql
 from runtime.store.sqlite.schema import LATEST_VERSION, load_migrations
+from tests.support.sqlite_work import vm_steps
 
 pytestmark = pytest.mark.asyncio
 
@@ -38,20 +39,7 @@ async def _add_threads(store: SqliteStore, chat: str, count: int, start: float) 
 def _listing_steps(path: Path, chat_id: str, limit: int | None) -> int:
     """Virtual-machine steps (in hundreds) SQLite takes for the store's listing of ``chat_id``."""
     sql, params = topic_threads_sql(statuses=LIVE, chat_id=chat_id, limit=limit)
-    db = sqlite3.connect(path)
-    steps = 0
-
-    def tick() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    try:
-        db.set_progress_handler(tick, 100)
-        db.execute(sql, params).fetchall()
-    finally:
-        db.close()
-    return steps
+    return vm_steps(path, sql, params)[0]
 
 
 async def test_a_chats_listing_does_not_grow_with_other_chats_threads(tmp_path: Path) -> None:

@@ -12,13 +12,13 @@ Real SQLite file; another task makes each turn of the loop 10 ms long.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
 
 from runtime.store.records import UserProfile
 from runtime.store.sqlite import SqliteStore
+from tests.support.sqlite_work import busy_loop
 
 pytestmark = pytest.mark.asyncio
 
@@ -28,28 +28,18 @@ TURN = 0.01
 
 async def test_writes_queued_together_do_not_each_wait_for_a_turn_of_a_busy_loop(tmp_path: Path) -> None:
     store = await SqliteStore.open(tmp_path / "greywind.sqlite3")
-    turns = [0]
-
-    async def busy() -> None:
-        while True:
-            time.sleep(TURN)  # noqa: ASYNC251 - the rest of the process's work in this turn of the loop
-            turns[0] += 1
-            await asyncio.sleep(0)
-
-    hog = asyncio.create_task(busy())
     done: list[int] = []
     try:
-        await asyncio.sleep(0)
+        async with busy_loop(TURN) as turns:
 
-        async def save(n: int) -> None:
-            await store.upsert_user_profile(UserProfile(f"u{n}", f"member {n}", updated_at=float(n)))
-            done.append(n)
+            async def save(n: int) -> None:
+                await store.upsert_user_profile(UserProfile(f"u{n}", f"member {n}", updated_at=float(n)))
+                done.append(n)
 
-        started = turns[0]
-        await asyncio.gather(*(save(n) for n in range(WRITES)))
-        took = turns[0] - started
+            started = turns.count
+            await asyncio.gather(*(save(n) for n in range(WRITES)))
+            took = turns.count - started
     finally:
-        hog.cancel()
         await store.close()
     assert took < WRITES / 3, f"{WRITES} writes took {took} turns of the loop"
     assert sorted(done) == list(range(WRITES))
