@@ -290,10 +290,8 @@ class Runtime:
         Once the writer has dropped a write (its queue was full while storage failed), what it dropped
         is only in the inbound journal: from then on nothing counts as done, so the journal keeps every
         later segment and the next start re-delivers them (the ones stored meanwhile are skipped)."""
-        stats = self.bot.storage.writer.statistics()
-        if stats.dropped:
-            return stats.enqueued, -1
-        return stats.enqueued, stats.written + stats.rejected
+        handed, done, dropped = self.bot.storage.writer.progress()
+        return (handed, -1) if dropped else (handed, done)
 
     async def stored_already(self, messages: Sequence[ChatMessage]) -> list[bool]:
         """For each message, whether the store holds exactly it (same chat, id, sender and text): a

@@ -425,6 +425,11 @@ class StoreWriter:
     ) -> None:
         await self.aclose()
 
+    def progress(self) -> tuple[int, int, int]:
+        """Writes handed to the writer, those done (committed, or rejected and logged) and those it
+        dropped: what the inbound journal asks for every message, without a whole statistics record."""
+        return self._enqueued, self._written + self._rejected, self._dropped
+
     def statistics(self) -> WriterStatistics:
         return WriterStatistics(
             queued=self._queue.qsize(),
