@@ -63,7 +63,8 @@ async def test_a_chats_listing_does_not_grow_with_other_chats_threads(tmp_path: 
 
 
 async def test_a_database_from_before_finds_its_threads_by_chat(tmp_path: Path) -> None:
-    """Threads written before ``thread_chats`` existed are filled in by the migration."""
+    """Threads written before ``thread_chats`` existed are filled in by the migration; a chat list that
+    is not JSON does not stop it."""
     path = tmp_path / DB_FILENAME
     older = list(itertools.takewhile(lambda mig: "thread_chats" not in mig.name, load_migrations()))
     with sqlite3.connect(path) as conn:
@@ -74,7 +75,8 @@ async def test_a_database_from_before_finds_its_threads_by_chat(tmp_path: Path) 
         for mig in older:
             conn.executescript(mig.sql)
             conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (mig.version, mig.name))
-        for n, chats in enumerate((f'["{QUIET}"]', f'["{QUIET}", "{BUSY}"]', f'["{BUSY}"]')):
+        lists = (f'["{QUIET}"]', f'["{QUIET}", "{BUSY}"]', f'["{BUSY}"]', "not json")  # the last names none
+        for n, chats in enumerate(lists):
             conn.execute(
                 "INSERT INTO threads (id, title, type, summary, vision_json, tags_json, chat_ids_json,"
                 " status, created_at, updated_at, extra_json) VALUES (?, 't', 'task', '', '{}', '[]', ?,"
@@ -88,5 +90,6 @@ async def test_a_database_from_before_finds_its_threads_by_chat(tmp_path: Path) 
         assert store.schema_version == LATEST_VERSION > len(older)
         assert [t.id for t in await store.list_topic_threads(chat_id=QUIET)] == ["old-1", "old-0"]
         assert [t.id for t in await store.list_topic_threads(chat_id=BUSY)] == ["old-2", "old-1"]
+        assert await store.list_topic_threads(chat_id="not json") == []
     finally:
         await store.close()
