@@ -9,7 +9,6 @@ store (owner, source message, speaker) and in whose private-chat prompt it shows
 from __future__ import annotations
 
 import asyncio
-import itertools
 import re
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -20,7 +19,7 @@ import pytest
 
 from runtime.store.records import Memory, ScopeType
 from runtime.store.sqlite import LATEST_VERSION, SqliteStore
-from runtime.store.sqlite.schema import DB_FILENAME, load_migrations
+from runtime.store.sqlite.schema import DB_FILENAME
 from tests.e2e.bot_process import BotProcess
 from tests.e2e.live import (
     TaggedModel,
@@ -33,6 +32,7 @@ from tests.e2e.live import (
 )
 from tests.support import onebot_events as ob
 from tests.support.openai_server import RecordedRequest
+from tests.support.sqlite_work import database_before
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -176,16 +176,8 @@ async def test_another_members_words_become_that_members_memory_not_the_askers(
 
 async def test_a_database_from_before_memory_sources_opens_and_keeps_its_memories(tmp_path: Path) -> None:
     """The source columns are added to an existing file; its memories stay, with no source."""
-    # The migrations before the one that adds the source columns (later ones stay unapplied too).
-    before = list(itertools.takewhile(lambda m: "source_message_id" not in m.sql, load_migrations()))
     with sqlite3.connect(tmp_path / DB_FILENAME) as db:
-        db.execute(
-            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-            " applied_at REAL NOT NULL)"
-        )
-        for migration in before:
-            db.executescript(migration.sql)
-            db.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (migration.version, migration.name))
+        before = database_before(db, lambda migration: "source_message_id" in migration.sql)
         db.execute(
             "INSERT INTO memories (id, scope_type, scope_id, memory_type, content, importance, tags_json,"
             " created_at, updated_at, extra_json) VALUES ('old', 'user', '7', 'note', '老记忆', 0.5, '[]',"

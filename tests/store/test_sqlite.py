@@ -28,6 +28,7 @@ from runtime.store.records import (
 from runtime.store.sqlite import DB_FILENAME, LATEST_VERSION, SqliteStore
 from runtime.store.sqlite.schema import load_migrations
 from runtime.store.writer import StoreWriter
+from tests.support.sqlite_work import database_before
 
 pytestmark = pytest.mark.asyncio
 
@@ -154,13 +155,7 @@ async def test_migrates_a_version_1_database_keeping_its_rows(tmp_path: Path) ->
 async def test_a_version_3_database_keeps_its_messages_and_takes_a_reused_id(tmp_path: Path) -> None:
     path = tmp_path / DB_FILENAME
     with sqlite3.connect(path) as conn:
-        conn.execute(
-            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-            " applied_at REAL NOT NULL)"
-        )
-        for mig in load_migrations()[:3]:
-            conn.executescript(mig.sql)
-            conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (mig.version, mig.name))
+        database_before(conn, lambda migration: migration.version > 3)
         conn.execute(
             "INSERT INTO messages (chat_id, message_id, sender_id, sender_name, time, text, words, chars)"
             " VALUES (?, '5', 'u1', 'Alice', 1.0, '旧的爬虫', '旧 的 爬虫', '旧 的 爬 虫')",

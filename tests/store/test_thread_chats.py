@@ -9,7 +9,6 @@ test says whether it grows with the other chats' threads, whatever the machine's
 
 from __future__ import annotations
 
-import itertools
 import sqlite3
 from pathlib import Path
 
@@ -18,8 +17,8 @@ import pytest
 from runtime.store.records import TopicThread, TopicThreadStatus
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
 from runtime.store.sqlite.context import topic_threads_sql
-from runtime.store.sqlite.schema import LATEST_VERSION, load_migrations
-from tests.support.sqlite_work import vm_steps
+from runtime.store.sqlite.schema import LATEST_VERSION
+from tests.support.sqlite_work import database_before, vm_steps
 
 pytestmark = pytest.mark.asyncio
 
@@ -66,15 +65,8 @@ async def test_a_database_from_before_finds_its_threads_by_chat(tmp_path: Path) 
     """Threads written before ``thread_chats`` existed are filled in by the migration; a chat list that
     is not JSON does not stop it."""
     path = tmp_path / DB_FILENAME
-    older = list(itertools.takewhile(lambda mig: "thread_chats" not in mig.name, load_migrations()))
     with sqlite3.connect(path) as conn:
-        conn.execute(
-            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-            " applied_at REAL NOT NULL)"
-        )
-        for mig in older:
-            conn.executescript(mig.sql)
-            conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (mig.version, mig.name))
+        older = database_before(conn, lambda migration: "thread_chats" in migration.name)
         lists = (f'["{QUIET}"]', f'["{QUIET}", "{BUSY}"]', f'["{BUSY}"]', "not json")  # the last names none
         for n, chats in enumerate(lists):
             conn.execute(
