@@ -39,7 +39,13 @@ class ChatReads:
         self._done: OrderedDict[str, None] = OrderedDict()
         self._waiting: dict[str, None] = {}
         self._wake = anyio.Event()
+        self._reading = False
         self.background = False
+
+    @property
+    def busy(self) -> bool:
+        """Chats are waiting to be read, or a round is reading them."""
+        return bool(self._waiting) or self._reading
 
     def read_already(self, chat_id: str) -> bool:
         return chat_id in self._done
@@ -64,11 +70,15 @@ class ChatReads:
     async def round(self) -> int:
         """Read up to a round of the waiting chats; how many were read."""
         read = 0
-        for chat_id in list(self._waiting)[:_PER_ROUND]:
-            del self._waiting[chat_id]
-            if chat_id not in self._done and await self._read(chat_id):
-                self._mark(chat_id)
-                read += 1
+        self._reading = True
+        try:
+            for chat_id in list(self._waiting)[:_PER_ROUND]:
+                del self._waiting[chat_id]
+                if chat_id not in self._done and await self._read(chat_id):
+                    self._mark(chat_id)
+                    read += 1
+        finally:
+            self._reading = False
         return read
 
     async def run(self) -> None:
