@@ -16,6 +16,7 @@ import pytest
 
 from runtime.app import Runtime
 from runtime.config import GreyWindConfig, parse_config
+from runtime.extensions.chat_reads import ChatReads
 from runtime.kernel.message import ChatKind, ChatMessage
 from runtime.ports import EdgeContext
 from tests.support.fake_edge import FakeOutbound
@@ -105,12 +106,21 @@ class Harness:
         return message
 
     async def settle(self) -> None:
-        """Let what is due run and every started episode finish."""
+        """Let what is due run, every started episode finish, and the life sources read the chats a
+        tick named (a background task, in real time: the virtual clock must not run ahead of it)."""
         for _ in range(3):
             await anyio.lowlevel.checkpoint()
             self.runtime.loop.run_due()
             await self.runtime.loop.wait_idle()
         await anyio.lowlevel.checkpoint()
+        sources = [
+            getattr(e.spec.poll, "__self__", None)
+            for e in self.runtime.bot.core.extensions.entries("life_source")
+        ]
+        readers = [reads for s in sources if isinstance(reads := getattr(s, "reads", None), ChatReads)]
+        with anyio.fail_after(10):
+            while any(reads.busy for reads in readers):  # noqa: ASYNC110 - a background task's state
+                await anyio.sleep(0.001)
 
     async def advance(self, seconds: float, *, step: float = 5.0) -> None:
         """Move the clock forward in steps of at most ``step``, letting what falls due run on the way,

@@ -11,11 +11,9 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import anyio
 import pytest
 
 from runtime.extensions import LifeDirector, TickReport
-from runtime.extensions.chat_reads import ChatReads
 from tests.app.conftest import FakeClock, Harness, make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -62,24 +60,10 @@ def record_ticks(director: LifeDirector, reports: list[TickReport]) -> None:
     director.tick = recording  # type: ignore[method-assign]
 
 
-async def reads_done(h: Harness) -> None:
-    """Let the life sources read the chats a tick named: that is a background task, which takes real
-    time, and the virtual clock must not run ahead of it (ten minutes pass between ticks in life)."""
-    readers = [
-        reads
-        for entry in h.runtime.bot.core.extensions.entries("life_source")
-        if isinstance(reads := getattr(getattr(entry.spec.poll, "__self__", None), "reads", None), ChatReads)
-    ]
-    with anyio.fail_after(10):
-        while any(reads.busy for reads in readers):  # noqa: ASYNC110 - a background task's state
-            await anyio.sleep(0.001)
-
-
 async def live_until(h: Harness, until: float) -> None:
     """Tick every ten minutes of the virtual clock until ``until``, letting what falls due run."""
     while h.clock() < until:
         await h.runtime.maintenance.life()
-        await reads_done(h)
         await h.advance(TICK, step=TICK)
 
 

@@ -179,33 +179,27 @@ class SqliteBase:
             and in_addressed_work()
             and (self._addressed_reads == 0 or self._read_lock.locked())
         ):
-            return await self._queued_rows(second, sql, params)
-
-        reader = self._reader
-
-        async def attempt() -> list[Any]:
-            # One trip to the connection's thread (execute, fetch and close there), not three.
-            return list(await reader.execute_fetchall(sql, params))
-
+            # Straight into the queue of that connection's thread, which runs what it is given in
+            # order: the reads of one context build go back to back there, each answered as it is
+            # done, not one per turn of the event loop as a lock handing the connection on would let
+            # them. Only addressed work queues there, so nothing else's long read stands in the way.
+            self._addressed_reads += 1
+            try:
+                return await self._fetch(second, sql, params)
+            finally:
+                self._addressed_reads -= 1
         async with self._read_lock:
-            result: list[Any] = await self._retry("read", attempt)
-            return result
+            return await self._fetch(self._reader, sql, params)
 
-    async def _queued_rows(self, reader: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
-        """A read put straight into the queue of ``reader``'s thread, which runs what it is given in
-        order: the reads of one context build go back to back there, each answered as it is done,
-        not one per turn of the event loop as a lock handing the connection on would let them. Only
-        addressed work queues here, so nothing else's long read stands in that queue."""
+    async def _fetch(self, reader: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+        """One trip to ``reader``'s thread (execute, fetch and close there, not three), retried while
+        another connection holds the database."""
 
         async def attempt() -> list[Any]:
             return list(await reader.execute_fetchall(sql, params))
 
-        self._addressed_reads += 1
-        try:
-            result: list[Any] = await self._retry("read", attempt)
-            return result
-        finally:
-            self._addressed_reads -= 1
+        result: list[Any] = await self._retry("read", attempt)
+        return result
 
     async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
         rows = await self._rows(sql, params)
