@@ -100,13 +100,19 @@ def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-class _RetryableError(Exception):
-    """Internal: this attempt failed in a way worth another try."""
+# A connection that had been fine failing as the request went out or before any answer: most often a
+# kept connection the server or a middlebox closed while it was idle. A new connection is the cure.
+_DROPPED = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
-    def __init__(self, error: LLMError, wait: float | None) -> None:
+
+class _RetryableError(Exception):
+    """Internal: this attempt failed in a way worth another try (``dropped``: see ``_DROPPED``)."""
+
+    def __init__(self, error: LLMError, wait: float | None, *, dropped: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
         self.wait = wait
+        self.dropped = dropped
 
 
 class ChatClient:
@@ -121,6 +127,7 @@ class ChatClient:
         provider: str = "default",
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
+        keepalive: float = 90.0,
         http: httpx.AsyncClient | None = None,
         sleep: Sleep | None = None,
         rng: Callable[[], float] = random.random,
@@ -134,7 +141,10 @@ class ChatClient:
         self._api_key = api_key or None
         # A proxy from the environment must not capture a loopback endpoint (a local model, the tests).
         loopback = httpx.URL(self.base_url).host in ("127.0.0.1", "localhost", "::1")
-        self._http = http or httpx.AsyncClient(trust_env=not loopback)
+        # An idle connection is kept ``keepalive`` seconds (httpx's own default is 5 s: a quiet bot
+        # would pay a new TCP and TLS handshake for nearly every @).
+        limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=keepalive)
+        self._http = http or httpx.AsyncClient(trust_env=not loopback, limits=limits)
         self._owns_http = http is None
         self._sleep: Sleep = sleep or anyio.sleep
         self._rng = rng
@@ -242,6 +252,7 @@ class ChatClient:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         attempts = 1 + self.retry.max_retries
+        redialled = False  # the first dropped connection of a call is retried at once
         for attempt in range(attempts):
             try:
                 wire = await self._attempt(path, payload, headers, schema, model)
@@ -252,7 +263,10 @@ class ChatClient:
                 if attempt + 1 >= attempts:
                     self._failed += 1
                     raise retry.error from None
-                wait = self._wait_for(retry.wait, attempt)
+                if retry.dropped and not redialled:
+                    redialled, wait = True, 0.0
+                else:
+                    wait = self._wait_for(retry.wait, attempt)
                 self._retries += 1
                 self._waited += wait
                 log.info(
@@ -263,7 +277,8 @@ class ChatClient:
                     wait=round(wait, 3),
                     reason=str(retry.error),
                 )
-                await self._sleep(wait)
+                if wait > 0.0:
+                    await self._sleep(wait)
             except LLMError:
                 self._failed += 1
                 raise
@@ -296,7 +311,9 @@ class ChatClient:
         except httpx.TransportError as exc:
             reason = f"connection failed: {type(exc).__name__}: {self._redact(str(exc))}"
             raise _RetryableError(
-                ModelUnavailableError(reason, provider=self.provider, model=model), None
+                ModelUnavailableError(reason, provider=self.provider, model=model),
+                None,
+                dropped=isinstance(exc, _DROPPED),
             ) from None
         status = response.status_code
         if status == 429:

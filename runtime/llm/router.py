@@ -364,6 +364,7 @@ class ModelRouter:
             provider=provider.name,
             timeout=provider.timeout_ms / 1000,
             retry=retry,
+            keepalive=provider.keepalive_ms / 1000,
         )
 
     def _client(self, provider: ProviderConfig) -> ChatClient:

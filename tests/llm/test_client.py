@@ -274,6 +274,50 @@ async def test_dropped_connections_are_retried(openai_server, make_client) -> No
 
 
 @pytest.mark.asyncio
+async def test_a_conversations_next_call_goes_over_the_kept_connection(openai_server, make_client) -> None:
+    openai_server.push({"text": "一"}, {"text": "二"}, {"text": "三"})
+    client = make_client(keepalive=5.0)
+    for _ in range(3):
+        await client.chat(USER)
+        await anyio.sleep(0.3)  # the next @ comes a while after the answer
+    assert openai_server.connections_opened == 1
+
+
+@pytest.mark.asyncio
+async def test_a_connection_idle_past_the_keepalive_is_not_reused(openai_server, make_client) -> None:
+    openai_server.push({"text": "一"}, {"text": "二"})
+    client = make_client(keepalive=0.1)
+    await client.chat(USER)
+    await anyio.sleep(0.3)
+    await client.chat(USER)
+    assert openai_server.connections_opened == 2
+
+
+@pytest.mark.asyncio
+async def test_a_kept_connection_dropped_under_a_call_is_redialled_at_once(
+    openai_server, make_client, sleeps
+) -> None:
+    # The server closes the kept connection as the second call goes out (an idle timeout on its side).
+    openai_server.push({"text": "一"}, {"close": True}, {"text": "二"})
+    client = make_client()
+    assert (await client.chat(USER)).text == "一"
+    assert (await client.chat(USER)).text == "二"
+    assert sleeps.waits == []  # no backoff: a fresh connection answered
+    assert client.statistics().retries == 1
+    assert openai_server.connections_opened == 2
+
+
+@pytest.mark.asyncio
+async def test_only_the_first_dropped_connection_of_a_call_skips_the_backoff(
+    openai_server, make_client, sleeps
+) -> None:
+    openai_server.push({"close": True}, {"close": True}, {"text": "终于"})
+    assert (await make_client().chat(USER)).text == "终于"
+    assert len(sleeps.waits) == 1
+    assert sleeps.waits[0] > 0
+
+
+@pytest.mark.asyncio
 async def test_nothing_listening_is_model_unavailable(make_client, sleeps) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

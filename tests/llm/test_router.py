@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
+import anyio
 import pytest
 import pytest_asyncio
 from structlog.testing import capture_logs
@@ -334,3 +335,22 @@ def test_a_named_compression_model_serves_even_without_the_role(make_router) -> 
     router = make_router(config, compression_model="quick_reply")
     assert [p.name for p in router.chain("compression", "quick_reply")] == ["quick_reply", "summariser"]
     assert [p.name for p in router.chain("compression", "no-such-model")] == ["summariser"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("keepalive_ms", "connections"), [(60_000, 1), (0, 2)])
+async def test_a_providers_keepalive_decides_whether_the_next_call_reuses_its_connection(
+    openai_server, make_router, keepalive_ms: int, connections: int
+) -> None:
+    openai_server.push({"text": "一"}, {"text": "二"})
+    router = make_router(models(provider("main", openai_server.base_url, keepalive_ms=keepalive_ms)))
+    await router.chat(MESSAGES)
+    await anyio.sleep(0.2)
+    await router.chat(MESSAGES)
+    assert openai_server.connections_opened == connections
+
+
+def test_a_providers_keepalive_defaults_to_ninety_seconds_and_refuses_nonsense() -> None:
+    assert models(provider("main", "http://127.0.0.1:9/v1")).providers[0].keepalive_ms == 90_000
+    with pytest.raises(ValueError, match="keepalive_ms"):
+        models(provider("main", "http://127.0.0.1:9/v1", keepalive_ms=-1))

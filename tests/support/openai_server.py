@@ -265,6 +265,7 @@ class ScriptedOpenAIServer:
         self._record_path = record_path
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
+        self._opened = 0  # connections accepted so far
         self._httpd = _HTTPServer((host, port), _Handler, self)
         self._thread: threading.Thread | None = None
 
@@ -344,6 +345,12 @@ class ScriptedOpenAIServer:
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._requests)
+
+    @property
+    def connections_opened(self) -> int:
+        """The TCP connections clients opened to the server so far (a kept one counts once)."""
+        with self._lock:
+            return self._opened
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
@@ -468,6 +475,7 @@ class _HTTPServer(ThreadingHTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         with self.owner._lock:
             self.owner._connections.add(request)
+            self.owner._opened += 1
         super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
