@@ -93,8 +93,11 @@ burst = 2
                 times = sorted(call.at for call in peer.sends())
             assert len(times) == len(groups)
             # Two at once, then one per second: the fifth no sooner than three seconds after the first.
-            assert times[2] - times[0] >= 0.9
-            assert times[4] - times[0] >= 2.8
+            # These are the peer's receive times, which can lag the bucket's slots by a busy moment of
+            # the machine (0.815 s for a 1 s slot was seen once): a quarter second of slack. Without
+            # the account's bucket all five go out within a tenth of a second.
+            assert times[2] - times[0] >= 0.75
+            assert times[4] - times[0] >= 2.75
             assert bot.stop() == 0
             assert own_errors(bot) == []
         finally:
