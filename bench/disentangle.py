@@ -49,7 +49,7 @@ import statistics
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,6 +191,11 @@ def read_gold(annotation: Iterable[str]) -> Clusters:
 # -- predictions ---------------------------------------------------------------------------------
 
 
+def system_label(index: int) -> str:
+    """The conversation of system line ``index``: its own."""
+    return f"sys-{index}"
+
+
 def predict_tracker(log: Sequence[Line], settings: ThreadSettings) -> tuple[dict[int, str], float]:
     """Thread of every line (system lines alone) and the seconds spent inside the tracker."""
     tracker = ThreadTracker(settings)
@@ -203,7 +208,7 @@ def predict_tracker(log: Sequence[Line], settings: ThreadSettings) -> tuple[dict
     elapsed = time.perf_counter() - started
     for line in log:
         if line.message is None:
-            labels[line.index] = f"sys-{line.index}"
+            labels[line.index] = system_label(line.index)
     return labels, elapsed
 
 
@@ -211,7 +216,7 @@ def predict_previous(log: Sequence[Line]) -> dict[int, str]:
     """The check baseline: every chat message linked to the previous chat message."""
     labels: dict[int, str] = {}
     for line in log:
-        labels[line.index] = "chain" if line.message is not None else f"sys-{line.index}"
+        labels[line.index] = "chain" if line.message is not None else system_label(line.index)
     return labels
 
 
@@ -338,16 +343,22 @@ def local_agreement(gold: Clusters, pred: Clusters, k: int = 3) -> tuple[int, in
     the ``k`` messages before it, whether gold and prediction agree on same or different
     conversation.
     """
+    agree = total = 0
+    for _later, same_gold, same_pred in local_pairs(gold, pred, k):
+        total += 1
+        agree += same_gold == same_pred
+    return agree, total
+
+
+def local_pairs(gold: Clusters, pred: Clusters, k: int = 3) -> Iterator[tuple[int, bool, bool]]:
+    """Loc-k's pairs: for every scored message and each of the ``k`` before it, the later message and
+    whether gold, and the prediction, put the two in the same conversation."""
     where_gold = {m: key for key, ms in gold.items() for m in ms}
     where_pred = {m: key for key, ms in pred.items() for m in ms}
     order = sorted(where_gold)
-    agree = total = 0
     for i, later in enumerate(order):
         for earlier in order[max(0, i - k) : i]:
-            total += 1
-            same_gold = where_gold[earlier] == where_gold[later]
-            agree += same_gold == (where_pred[earlier] == where_pred[later])
-    return agree, total
+            yield later, where_gold[earlier] == where_gold[later], where_pred[earlier] == where_pred[later]
 
 
 def shen_f_sum(gold: Clusters, pred: Clusters) -> float:

@@ -27,7 +27,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.disentangle import Clusters, Line, bot_thread_settings, load_files, split_files, to_clusters
+from bench.disentangle import (
+    Clusters,
+    Line,
+    bot_thread_settings,
+    load_files,
+    local_pairs,
+    split_files,
+    system_label,
+    to_clusters,
+)
 from runtime.kernel.threads import ThreadSettings, ThreadTracker
 
 SIZES = ((2, 2, "2"), (3, 4, "3-4"), (5, 9, "5-9"), (10, 19, "10-19"), (20, 10**9, "20+"))
@@ -75,7 +84,7 @@ def decisions(log: Sequence[Line], settings: ThreadSettings) -> tuple[dict[int, 
     reasons: dict[int, str] = {}
     for line in log:
         if line.message is None:
-            labels[line.index], reasons[line.index] = f"sys-{line.index}", SYSTEM
+            labels[line.index], reasons[line.index] = system_label(line.index), SYSTEM
             continue
         assignment = tracker.assign(line.message)
         labels[line.index] = assignment.thread_id
@@ -102,16 +111,11 @@ def local_errors(
     """Loc-k's pairs (as in ``bench/disentangle.local_agreement``): ``("pairs", "")`` each, and
     ``("split" | "merged", reason of the later message)`` for each pair gold and the tracker disagree
     on."""
-    where_gold = {m: key for key, ms in gold.items() for m in ms}
-    where_pred = {m: key for key, ms in pred.items() for m in ms}
-    order = sorted(where_gold)
     out: Counter[tuple[str, str]] = Counter()
-    for i, later in enumerate(order):
-        for earlier in order[max(0, i - k) : i]:
-            out[("pairs", "")] += 1
-            same_gold = where_gold[earlier] == where_gold[later]
-            if same_gold != (where_pred[earlier] == where_pred[later]):
-                out[("split" if same_gold else "merged", reasons[later])] += 1
+    for later, same_gold, same_pred in local_pairs(gold, pred, k):
+        out[("pairs", "")] += 1
+        if same_gold != same_pred:
+            out[("split" if same_gold else "merged", reasons[later])] += 1
     return out
 
 
