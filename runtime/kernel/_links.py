@@ -86,6 +86,9 @@ TABLES: tuple[tuple[str, int, int, str], ...] = (
     ("idle_hits", _IDLE, 1 + len(HIT_EDGES) + 1, "terms"),
     ("speaker_mention", 2 + _AGE, 5, "speaker"),
     ("idle_people", _IDLE, 4, "recent"),  # people in the thread: 1, 2, 3, 4 or more
+    # a thread of one person so far: 0 no; 1 the speaker's, no content word yet (a lone "hi all");
+    # 2 the speaker's, with words; 3 another's, no word; 4 another's, with words
+    ("idle_opener", _IDLE, 5, "speaker"),
     ("new_gap_mention_terms", _IDLE, 4, "new"),
     ("new_live", len(LIVE_EDGES) + 1, 1, "new"),
     ("new_own_mention", 1 + _AGE, 4, "new"),  # x an @ (2) x a question (2)
@@ -111,6 +114,7 @@ FEATURES = len(_REASONS)
     _IDLE_HITS,
     _SPEAKER_MENTION,
     _IDLE_PEOPLE,
+    _IDLE_OPENER,
     _NEW_GAP,
     _NEW_LIVE,
     _NEW_OWN,
@@ -125,10 +129,10 @@ _C_DISTANCE = _COLS["idle_distance"]
 _C_HITS = _COLS["idle_hits"]
 
 
-# A candidate is described by 13 codes, one per candidate table in the order of TABLES; its feature
+# A candidate is described by 14 codes, one per candidate table in the order of TABLES; its feature
 # ids are each table's start for the candidate's idle bucket plus the code. The idle-crossed tables
 # start at the bucket's row; "mention_terms" and "speaker_mention" are read whole (their codes are
-# row * columns + column). Per idle bucket, the 13 starts:
+# row * columns + column). Per idle bucket, the 14 starts:
 _CANDIDATE_TABLES = (
     (_IDLE_RANK, _C_RANK),
     (_IDLE_SPEAKER, _C_SPEAKER),
@@ -143,6 +147,7 @@ _CANDIDATE_TABLES = (
     (_IDLE_HITS, _C_HITS),
     (_SPEAKER_MENTION, None),
     (_IDLE_PEOPLE, 4),
+    (_IDLE_OPENER, 5),
 )
 _STARTS = tuple(
     tuple(start if cols is None else start + i * cols for start, cols in _CANDIDATE_TABLES)
@@ -175,7 +180,7 @@ def load_weights() -> tuple[float, ...]:
 
 
 class LinkChoice:
-    """The options for one message: the candidate threads, each one's idle bucket and 13 codes, and
+    """The options for one message: the candidate threads, each one's idle bucket and 14 codes, and
     the feature ids of "new"."""
 
     __slots__ = ("codes", "idle", "new", "threads")
@@ -203,10 +208,10 @@ class LinkChoice:
 
 
 class LinkWeights:
-    """The weights laid out for scoring: per idle bucket, for each of a candidate's 13 codes, the
+    """The weights laid out for scoring: per idle bucket, for each of a candidate's 14 codes, the
     weights it indexes (that bucket's row of an idle-crossed table, or the whole table).
 
-    A candidate's score is then its 13 weights summed in the order of its features, read with
+    A candidate's score is then its 14 weights summed in the order of its features, read with
     ``map`` in C instead of an addition per feature id in Python: the same additions of the same
     numbers, so the same score to the last bit.
     """
@@ -339,6 +344,8 @@ def link_options(
         size = thread.count
         distance = seq - thread.last_seq
         people = len(participants)
+        # one person's thread so far (``last``: the speaker's): 1/2 theirs, 3/4 another's, +1 with words
+        opener = 0 if people != 1 else (3 - 2 * last) + (1 if thread.term_count else 0)
         codes.append(
             (
                 rank,
@@ -354,6 +361,7 @@ def link_options(
                 hit_bucket,
                 speaker * 5 + mention,
                 _PEOPLE_BUCKET[people] if people < 4 else 3,
+                opener,
             )
         )
     silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1

@@ -135,3 +135,33 @@ def test_a_restored_learned_tracker_decides_like_one_that_never_stopped(split: i
         else:
             again = restarted.assign(msg)
             assert (again.thread_id, again.reason, again.created) == (got.thread_id, got.reason, got.created)
+
+
+def test_a_lone_greeting_does_not_swallow_the_question_its_speaker_asks_next() -> None:
+    # Two people talk nginx; a newcomer greets the group, nobody answers, and asks their question a
+    # minute later: the question begins its own conversation (the greeting stays alone).
+    tracker = ThreadTracker(LEARNED)
+    talk = [
+        message("1", "ann", "my nginx config keeps returning 502 after the upgrade", START),
+        message("2", "bob", "ann: check the upstream socket path in nginx", START + 20, at=("ann",)),
+        message("3", "ann", "bob: the upstream socket moved, fixed it", START + 40, at=("bob",)),
+    ]
+    threads = {tracker.assign(m).thread_id for m in talk}
+    assert len(threads) == 1
+    greeting = tracker.assign(message("4", "cid", "hello everyone", START + 60))
+    question = tracker.assign(message("5", "cid", "how do I mount an nfs share at boot?", START + 120))
+    assert question.created
+    assert question.thread_id not in {greeting.thread_id, *threads}
+    # The same speaker going on with words of their own question stays in it.
+    more = tracker.assign(message("6", "cid", "the nfs share is on my home server", START + 150))
+    assert more.thread_id == question.thread_id
+
+
+def test_a_greeting_in_chinese_is_a_lone_opener_too() -> None:
+    tracker = ThreadTracker(LEARNED)
+    tracker.assign(message("1", "ann", "nginx 升级以后一直返回 502", START))
+    tracker.assign(message("2", "bob", "看看 upstream 的 socket 路径", START + 20, at=("ann",)))
+    greeting = tracker.assign(message("3", "cid", "大家好", START + 60))
+    question = tracker.assign(message("4", "cid", "请问开机自动挂载 nfs 共享怎么配置？", START + 120))
+    assert question.created
+    assert question.thread_id != greeting.thread_id
