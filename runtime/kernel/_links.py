@@ -17,11 +17,14 @@ a few discrete features, the paper's kind:
 - the message's @s: whether the named person is in the thread, last spoke there, or last talked
   with the speaker there;
 - the share of the message's (rarity-weighted) words the thread's recent vocabulary holds;
-- the thread's size;
+- the thread's size, and whether it is so far one person's (the speaker's or another's, with or
+  without a content word);
+- the speaker's part in it crossed with whether the message asks something and the words shared;
 
 crossed with the idle time, which makes a linear model of tables: an option's score is the sum of
 one weight per table, looked up. "New" has its own tables (time since the chat's last message, @s,
-words, how many threads are live, how long ago the speaker last spoke). The weights are fitted by
+words, how many threads are live, how long ago the speaker last spoke, the most any candidate shares
+of the message's words). The weights are fitted by
 ``bench/train_links.py`` on the Ubuntu IRC train split (softmax over the options, the annotated
 thread as the answer) and shipped as ``link_weights.json`` beside this module. Scoring is pure Python,
 bisections and list lookups: no arithmetic per feature beyond one addition.
@@ -89,9 +92,13 @@ TABLES: tuple[tuple[str, int, int, str], ...] = (
     # a thread of one person so far: 0 no; 1 the speaker's, no content word yet (a lone "hi all");
     # 2 the speaker's, with words; 3 another's, no word; 4 another's, with words
     ("idle_opener", _IDLE, 5, "speaker"),
+    # the speaker's part in the thread (as in idle_speaker) x a question now (2) x terms (as in idle_terms)
+    ("speaker_question_terms", 2 + _AGE, 2 * (2 + len(SHARE_EDGES) + 1), "speaker"),
     ("new_gap_mention_terms", _IDLE, 4, "new"),
     ("new_live", len(LIVE_EDGES) + 1, 1, "new"),
     ("new_own_mention", 1 + _AGE, 4, "new"),  # x an @ (2) x a question (2)
+    # the most any candidate shares of the message's words (as in idle_terms) x a question now (2)
+    ("new_share_question", 2 + len(SHARE_EDGES) + 1, 2, "new"),
 )
 _OFFSETS: dict[str, int] = {}
 _REASONS: list[str] = []
@@ -115,9 +122,11 @@ FEATURES = len(_REASONS)
     _SPEAKER_MENTION,
     _IDLE_PEOPLE,
     _IDLE_OPENER,
+    _SPEAKER_QUESTION,
     _NEW_GAP,
     _NEW_LIVE,
     _NEW_OWN,
+    _NEW_SHARE,
 ) = (_OFFSETS[name] for name, *_ in TABLES)
 _COLS = {name: cols for name, _, cols, _ in TABLES}
 _C_RANK = _COLS["idle_rank"]
@@ -129,10 +138,10 @@ _C_DISTANCE = _COLS["idle_distance"]
 _C_HITS = _COLS["idle_hits"]
 
 
-# A candidate is described by 14 codes, one per candidate table in the order of TABLES; its feature
+# A candidate is described by 15 codes, one per candidate table in the order of TABLES; its feature
 # ids are each table's start for the candidate's idle bucket plus the code. The idle-crossed tables
-# start at the bucket's row; "mention_terms" and "speaker_mention" are read whole (their codes are
-# row * columns + column). Per idle bucket, the 14 starts:
+# start at the bucket's row; "mention_terms", "speaker_mention" and "speaker_question_terms" are read
+# whole (their codes are row * columns + column). Per idle bucket, the 15 starts:
 _CANDIDATE_TABLES = (
     (_IDLE_RANK, _C_RANK),
     (_IDLE_SPEAKER, _C_SPEAKER),
@@ -148,6 +157,7 @@ _CANDIDATE_TABLES = (
     (_SPEAKER_MENTION, None),
     (_IDLE_PEOPLE, 4),
     (_IDLE_OPENER, 5),
+    (_SPEAKER_QUESTION, None),
 )
 _STARTS = tuple(
     tuple(start if cols is None else start + i * cols for start, cols in _CANDIDATE_TABLES)
@@ -180,7 +190,7 @@ def load_weights() -> tuple[float, ...]:
 
 
 class LinkChoice:
-    """The options for one message: the candidate threads, each one's idle bucket and 14 codes, and
+    """The options for one message: the candidate threads, each one's idle bucket and 15 codes, and
     the feature ids of "new"."""
 
     __slots__ = ("codes", "idle", "new", "threads")
@@ -208,10 +218,10 @@ class LinkChoice:
 
 
 class LinkWeights:
-    """The weights laid out for scoring: per idle bucket, for each of a candidate's 14 codes, the
+    """The weights laid out for scoring: per idle bucket, for each of a candidate's 15 codes, the
     weights it indexes (that bucket's row of an idle-crossed table, or the whole table).
 
-    A candidate's score is then its 14 weights summed in the order of its features, read with
+    A candidate's score is then its 15 weights summed in the order of its features, read with
     ``map`` in C instead of an addition per feature id in Python: the same additions of the same
     numbers, so the same score to the last bit.
     """
@@ -319,6 +329,7 @@ def link_options(
     seq = chat.seq + 1  # this message's number
     asking = 1 if asks(message.text, s.max_feature_chars) else 0
     top_size, top_distance = len(SIZE_EDGES), len(DISTANCE_EDGES)
+    best_term = 0
     for rank, thread in zip(ranks, candidates, strict=True):
         idle_buckets.append(bisect_right(IDLE_EDGES, now - thread.last_at))
         tid = thread.id
@@ -341,6 +352,8 @@ def link_options(
             else:
                 term = 2 + bisect_right(SHARE_EDGES, hit / total)
                 hit_bucket = 1 + bisect_right(HIT_EDGES, hit)
+        if term > best_term:
+            best_term = term
         size = thread.count
         distance = seq - thread.last_seq
         people = len(participants)
@@ -362,6 +375,7 @@ def link_options(
                 speaker * 5 + mention,
                 _PEOPLE_BUCKET[people] if people < 4 else 3,
                 opener,
+                (speaker * 2 + asking) * _C_TERMS + term,
             )
         )
     silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1
@@ -369,6 +383,7 @@ def link_options(
         _NEW_GAP + silence * 4 + (2 if named else 0) + (1 if terms else 0),
         _NEW_LIVE + bisect_right(LIVE_EDGES, live),
         _NEW_OWN + (1 + own_age) * 4 + (2 if named else 0) + asking,
+        _NEW_SHARE + (best_term if candidates or not terms else 1) * 2 + asking,
     )
     return LinkChoice(candidates, idle_buckets, codes, new)
 
