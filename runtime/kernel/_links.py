@@ -19,7 +19,8 @@ a few discrete features, the paper's kind:
 - the share of the message's (rarity-weighted) words the thread's recent vocabulary holds;
 - the thread's size, and whether it is so far one person's (the speaker's or another's, with or
   without a content word);
-- the speaker's part in it crossed with whether the message asks something and the words shared;
+- the speaker's part in it crossed with whether the message asks something and the words shared,
+  and with how many of the candidates the speaker is in;
 
 crossed with the idle time, which makes a linear model of tables: an option's score is the sum of
 one weight per table, looked up. "New" has its own tables (time since the chat's last message, @s,
@@ -92,6 +93,8 @@ TABLES: tuple[tuple[str, int, int, str], ...] = (
     # a thread of one person so far: 0 no; 1 the speaker's, no content word yet (a lone "hi all");
     # 2 the speaker's, with words; 3 another's, no word; 4 another's, with words
     ("idle_opener", _IDLE, 5, "speaker"),
+    # the speaker's part (as in idle_speaker) x how many candidates they are in: 0, 1, 2, 3 or more
+    ("speaker_spread", 2 + _AGE, 4, "speaker"),
     # the speaker's part in the thread (as in idle_speaker) x a question now (2) x terms (as in idle_terms)
     ("speaker_question_terms", 2 + _AGE, 2 * (2 + len(SHARE_EDGES) + 1), "speaker"),
     ("new_gap_mention_terms", _IDLE, 4, "new"),
@@ -122,6 +125,7 @@ FEATURES = len(_REASONS)
     _SPEAKER_MENTION,
     _IDLE_PEOPLE,
     _IDLE_OPENER,
+    _SPEAKER_SPREAD,
     _SPEAKER_QUESTION,
     _NEW_GAP,
     _NEW_LIVE,
@@ -138,10 +142,10 @@ _C_DISTANCE = _COLS["idle_distance"]
 _C_HITS = _COLS["idle_hits"]
 
 
-# A candidate is described by 15 codes, one per candidate table in the order of TABLES; its feature
+# A candidate is described by 16 codes, one per candidate table in the order of TABLES; its feature
 # ids are each table's start for the candidate's idle bucket plus the code. The idle-crossed tables
-# start at the bucket's row; "mention_terms", "speaker_mention" and "speaker_question_terms" are read
-# whole (their codes are row * columns + column). Per idle bucket, the 15 starts:
+# start at the bucket's row; "mention_terms" and the "speaker_" tables are read whole (their codes
+# are row * columns + column). Per idle bucket, the 16 starts:
 _CANDIDATE_TABLES = (
     (_IDLE_RANK, _C_RANK),
     (_IDLE_SPEAKER, _C_SPEAKER),
@@ -157,6 +161,7 @@ _CANDIDATE_TABLES = (
     (_SPEAKER_MENTION, None),
     (_IDLE_PEOPLE, 4),
     (_IDLE_OPENER, 5),
+    (_SPEAKER_SPREAD, None),
     (_SPEAKER_QUESTION, None),
 )
 _STARTS = tuple(
@@ -190,7 +195,7 @@ def load_weights() -> tuple[float, ...]:
 
 
 class LinkChoice:
-    """The options for one message: the candidate threads, each one's idle bucket and 15 codes, and
+    """The options for one message: the candidate threads, each one's idle bucket and 16 codes, and
     the feature ids of "new"."""
 
     __slots__ = ("codes", "idle", "new", "threads")
@@ -218,10 +223,10 @@ class LinkChoice:
 
 
 class LinkWeights:
-    """The weights laid out for scoring: per idle bucket, for each of a candidate's 15 codes, the
+    """The weights laid out for scoring: per idle bucket, for each of a candidate's 16 codes, the
     weights it indexes (that bucket's row of an idle-crossed table, or the whole table).
 
-    A candidate's score is then its 15 weights summed in the order of its features, read with
+    A candidate's score is then its 16 weights summed in the order of its features, read with
     ``map`` in C instead of an addition per feature id in Python: the same additions of the same
     numbers, so the same score to the last bit.
     """
@@ -330,6 +335,9 @@ def link_options(
     asking = 1 if asks(message.text, s.max_feature_chars) else 0
     top_size, top_distance = len(SIZE_EDGES), len(DISTANCE_EDGES)
     best_term = 0
+    spread = sum(sender in thread.participants for thread in candidates)
+    if spread > 3:
+        spread = 3
     for rank, thread in zip(ranks, candidates, strict=True):
         idle_buckets.append(bisect_right(IDLE_EDGES, now - thread.last_at))
         tid = thread.id
@@ -375,6 +383,7 @@ def link_options(
                 speaker * 5 + mention,
                 _PEOPLE_BUCKET[people] if people < 4 else 3,
                 opener,
+                speaker * 4 + spread,
                 (speaker * 2 + asking) * _C_TERMS + term,
             )
         )
