@@ -38,6 +38,7 @@ class ThreadState:
         "count",
         "id",
         "last_at",
+        "last_named",
         "last_question",
         "last_sender",
         "last_seq",
@@ -66,10 +67,11 @@ class ThreadState:
         # than once, its last appearance is its last use. term_count counts the distinct terms.
         self.terms: list[str] = []
         self.term_count = 0
-        # For the learned link scorer: the chat's message number of the thread's latest message, and
-        # whether that message asked something.
+        # For the learned link scorer: the chat's message number of the thread's latest message,
+        # whether that message asked something, and whom it @-ed.
         self.last_seq = 0
         self.last_question = False
+        self.last_named: tuple[str, ...] = ()
 
 
 class ChatState:

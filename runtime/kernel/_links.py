@@ -21,6 +21,7 @@ a few discrete features, the paper's kind:
   without a content word);
 - the speaker's part in it crossed with whether the message asks something and the words shared,
   and with how many of the candidates the speaker is in;
+- whom the thread's latest message @-ed: the speaker, only others, or nobody;
 
 crossed with the idle time, which makes a linear model of tables: an option's score is the sum of
 one weight per table, looked up. "New" has its own tables (time since the chat's last message, @s,
@@ -95,6 +96,8 @@ TABLES: tuple[tuple[str, int, int, str], ...] = (
     ("idle_opener", _IDLE, 5, "speaker"),
     # the speaker's part (as in idle_speaker) x how many candidates they are in: 0, 1, 2, 3 or more
     ("speaker_spread", 2 + _AGE, 4, "speaker"),
+    # whom the thread's latest message @-ed: 0 nobody, 1 the speaker, 2 only others
+    ("idle_last_named", _IDLE, 3, "addressed"),
     # the speaker's part in the thread (as in idle_speaker) x a question now (2) x terms (as in idle_terms)
     ("speaker_question_terms", 2 + _AGE, 2 * (2 + len(SHARE_EDGES) + 1), "speaker"),
     ("new_gap_mention_terms", _IDLE, 4, "new"),
@@ -126,6 +129,7 @@ FEATURES = len(_REASONS)
     _IDLE_PEOPLE,
     _IDLE_OPENER,
     _SPEAKER_SPREAD,
+    _IDLE_LAST_NAMED,
     _SPEAKER_QUESTION,
     _NEW_GAP,
     _NEW_LIVE,
@@ -142,10 +146,10 @@ _C_DISTANCE = _COLS["idle_distance"]
 _C_HITS = _COLS["idle_hits"]
 
 
-# A candidate is described by 16 codes, one per candidate table in the order of TABLES; its feature
+# A candidate is described by 17 codes, one per candidate table in the order of TABLES; its feature
 # ids are each table's start for the candidate's idle bucket plus the code. The idle-crossed tables
 # start at the bucket's row; "mention_terms" and the "speaker_" tables are read whole (their codes
-# are row * columns + column). Per idle bucket, the 16 starts:
+# are row * columns + column). Per idle bucket, the 17 starts:
 _CANDIDATE_TABLES = (
     (_IDLE_RANK, _C_RANK),
     (_IDLE_SPEAKER, _C_SPEAKER),
@@ -162,6 +166,7 @@ _CANDIDATE_TABLES = (
     (_IDLE_PEOPLE, 4),
     (_IDLE_OPENER, 5),
     (_SPEAKER_SPREAD, None),
+    (_IDLE_LAST_NAMED, 3),
     (_SPEAKER_QUESTION, None),
 )
 _STARTS = tuple(
@@ -195,7 +200,7 @@ def load_weights() -> tuple[float, ...]:
 
 
 class LinkChoice:
-    """The options for one message: the candidate threads, each one's idle bucket and 16 codes, and
+    """The options for one message: the candidate threads, each one's idle bucket and 17 codes, and
     the feature ids of "new"."""
 
     __slots__ = ("codes", "idle", "new", "threads")
@@ -223,10 +228,10 @@ class LinkChoice:
 
 
 class LinkWeights:
-    """The weights laid out for scoring: per idle bucket, for each of a candidate's 16 codes, the
+    """The weights laid out for scoring: per idle bucket, for each of a candidate's 17 codes, the
     weights it indexes (that bucket's row of an idle-crossed table, or the whole table).
 
-    A candidate's score is then its 16 weights summed in the order of its features, read with
+    A candidate's score is then its 17 weights summed in the order of its features, read with
     ``map`` in C instead of an addition per feature id in Python: the same additions of the same
     numbers, so the same score to the last bit.
     """
@@ -384,6 +389,7 @@ def link_options(
                 _PEOPLE_BUCKET[people] if people < 4 else 3,
                 opener,
                 speaker * 4 + spread,
+                (1 if sender in thread.last_named else 2) if thread.last_named else 0,
                 (speaker * 2 + asking) * _C_TERMS + term,
             )
         )

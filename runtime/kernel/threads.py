@@ -432,6 +432,7 @@ class ThreadTracker:
         chat.seq += 1  # what the learned scorer reads of the thread's latest message
         thread.last_seq = chat.seq
         thread.last_question = asks(message.text, s.max_feature_chars)
+        thread.last_named = message.mentions
         messages = chat.messages
         known = len(messages)
         messages[message_id] = (thread.id, sender)
