@@ -339,7 +339,7 @@ def link_options(
     seq = chat.seq + 1  # this message's number
     asking = 1 if asks(message.text, s.max_feature_chars) else 0
     top_size, top_distance = len(SIZE_EDGES), len(DISTANCE_EDGES)
-    best_term = 0
+    best_term = 1 if terms else 0  # "no thread shares a word" when no candidate shares one
     spread = sum(sender in thread.participants for thread in candidates)
     if spread > 3:
         spread = 3
@@ -398,7 +398,7 @@ def link_options(
         _NEW_GAP + silence * 4 + (2 if named else 0) + (1 if terms else 0),
         _NEW_LIVE + bisect_right(LIVE_EDGES, live),
         _NEW_OWN + (1 + own_age) * 4 + (2 if named else 0) + asking,
-        _NEW_SHARE + (best_term if candidates or not terms else 1) * 2 + asking,
+        _NEW_SHARE + best_term * 2 + asking,
     )
     return LinkChoice(candidates, idle_buckets, codes, new)
 
