@@ -196,9 +196,12 @@ def system_label(index: int) -> str:
     return f"sys-{index}"
 
 
-def predict_tracker(log: Sequence[Line], settings: ThreadSettings) -> tuple[dict[int, str], float]:
-    """Thread of every line (system lines alone) and the seconds spent inside the tracker."""
-    tracker = ThreadTracker(settings)
+def predict_tracker(
+    log: Sequence[Line], settings: ThreadSettings, link_weights: tuple[float, ...] | None = None
+) -> tuple[dict[int, str], float]:
+    """Thread of every line (system lines alone) and the seconds spent inside the tracker (with the
+    shipped link weights unless ``link_weights`` are given)."""
+    tracker = ThreadTracker(settings, link_weights=link_weights)
     assign = tracker.assign
     labels: dict[int, str] = {}
     started = time.perf_counter()

@@ -103,7 +103,9 @@ def examples(files: Sequence[Path], settings: ThreadSettings) -> list[Example]:
     return out
 
 
-def fit(data: Sequence[Example], steps: int, l2: float, rate: float = 0.05) -> np.ndarray:
+def fit(
+    data: Sequence[Example], steps: int, l2: float, rate: float = 0.05, *, quiet: bool = False
+) -> np.ndarray:
     """Softmax regression over each example's options; returns the FEATURES weights."""
     # Every option padded to the widest with a feature whose weight is held at 0 ("new" has fewer).
     width = max(len(option) for features, _ in data for option in features)
@@ -134,7 +136,7 @@ def fit(data: Sequence[Example], steps: int, l2: float, rate: float = 0.05) -> n
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad * grad
         w -= rate * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
-        if step % 100 == 0 or step == steps:
+        if not quiet and (step % 100 == 0 or step == steps):
             loss = -np.sum(np.log(p[y > 0] + 1e-12)) / len(data)
             right = np.mean(np.maximum.reduceat(scores, starts) == np.add.reduceat(scores * y, starts))
             print(f"  step {step}: loss {loss:.4f}, answer ranked first {100 * right:.1f}%", flush=True)
