@@ -22,11 +22,13 @@ a few discrete features, the paper's kind:
 - the speaker's part in it crossed with whether the message asks something and the words shared,
   and with how many of the candidates the speaker is in;
 - whom the thread's latest message @-ed: the speaker, only others, or nobody;
+- the speaker's part in it crossed with the message's opening cue (``_cues``: "thanks", "yes", "you
+  try...", "anyone...", a question word, a greeting, "I...", or none);
 
 crossed with the idle time, which makes a linear model of tables: an option's score is the sum of
 one weight per table, looked up. "New" has its own tables (time since the chat's last message, @s,
 words, how many threads are live, how long ago the speaker last spoke, the most any candidate shares
-of the message's words). The weights are fitted by
+of the message's words, the opening cue). The weights are fitted by
 ``bench/train_links.py`` on the Ubuntu IRC train split (softmax over the options, the annotated
 thread as the answer) and shipped as ``link_weights.json`` beside this module. Scoring is pure Python,
 bisections and list lookups: no arithmetic per feature beyond one addition.
@@ -41,6 +43,7 @@ from operator import add, getitem
 from typing import TYPE_CHECKING
 
 from runtime.kernel._chatstate import ChatState, Probe, ThreadState
+from runtime.kernel._cues import CUES, message_cue
 
 if TYPE_CHECKING:
     from runtime.kernel.message import ChatMessage
@@ -100,11 +103,14 @@ TABLES: tuple[tuple[str, int, int, str], ...] = (
     ("idle_last_named", _IDLE, 3, "addressed"),
     # the speaker's part in the thread (as in idle_speaker) x a question now (2) x terms (as in idle_terms)
     ("speaker_question_terms", 2 + _AGE, 2 * (2 + len(SHARE_EDGES) + 1), "speaker"),
+    # the speaker's part in the thread (as in idle_speaker) x the message's opening cue (_cues)
+    ("speaker_cue", 2 + _AGE, len(CUES), "speaker"),
     ("new_gap_mention_terms", _IDLE, 4, "new"),
     ("new_live", len(LIVE_EDGES) + 1, 1, "new"),
     ("new_own_mention", 1 + _AGE, 4, "new"),  # x an @ (2) x a question (2)
     # the most any candidate shares of the message's words (as in idle_terms) x a question now (2)
     ("new_share_question", 2 + len(SHARE_EDGES) + 1, 2, "new"),
+    ("new_cue_question", len(CUES), 2, "new"),  # the message's opening cue x a question now
 )
 _OFFSETS: dict[str, int] = {}
 _REASONS: list[str] = []
@@ -131,10 +137,12 @@ FEATURES = len(_REASONS)
     _SPEAKER_SPREAD,
     _IDLE_LAST_NAMED,
     _SPEAKER_QUESTION,
+    _SPEAKER_CUE,
     _NEW_GAP,
     _NEW_LIVE,
     _NEW_OWN,
     _NEW_SHARE,
+    _NEW_CUE,
 ) = (_OFFSETS[name] for name, *_ in TABLES)
 _COLS = {name: cols for name, _, cols, _ in TABLES}
 _C_RANK = _COLS["idle_rank"]
@@ -144,12 +152,13 @@ _C_TERMS = _COLS["idle_terms"]
 _C_SIZE = _COLS["idle_size"]
 _C_DISTANCE = _COLS["idle_distance"]
 _C_HITS = _COLS["idle_hits"]
+_C_CUE = len(CUES)
 
 
-# A candidate is described by 17 codes, one per candidate table in the order of TABLES; its feature
+# A candidate is described by 18 codes, one per candidate table in the order of TABLES; its feature
 # ids are each table's start for the candidate's idle bucket plus the code. The idle-crossed tables
 # start at the bucket's row; "mention_terms" and the "speaker_" tables are read whole (their codes
-# are row * columns + column). Per idle bucket, the 17 starts:
+# are row * columns + column). Per idle bucket, the 18 starts:
 _CANDIDATE_TABLES = (
     (_IDLE_RANK, _C_RANK),
     (_IDLE_SPEAKER, _C_SPEAKER),
@@ -168,6 +177,7 @@ _CANDIDATE_TABLES = (
     (_SPEAKER_SPREAD, None),
     (_IDLE_LAST_NAMED, 3),
     (_SPEAKER_QUESTION, None),
+    (_SPEAKER_CUE, None),
 )
 _STARTS = tuple(
     tuple(start if cols is None else start + i * cols for start, cols in _CANDIDATE_TABLES)
@@ -200,7 +210,7 @@ def load_weights() -> tuple[float, ...]:
 
 
 class LinkChoice:
-    """The options for one message: the candidate threads, each one's idle bucket and 17 codes, and
+    """The options for one message: the candidate threads, each one's idle bucket and 18 codes, and
     the feature ids of "new"."""
 
     __slots__ = ("codes", "idle", "new", "threads")
@@ -228,10 +238,10 @@ class LinkChoice:
 
 
 class LinkWeights:
-    """The weights laid out for scoring: per idle bucket, for each of a candidate's 17 codes, the
+    """The weights laid out for scoring: per idle bucket, for each of a candidate's 18 codes, the
     weights it indexes (that bucket's row of an idle-crossed table, or the whole table).
 
-    A candidate's score is then its 17 weights summed in the order of its features, read with
+    A candidate's score is then its 18 weights summed in the order of its features, read with
     ``map`` in C instead of an addition per feature id in Python: the same additions of the same
     numbers, so the same score to the last bit.
     """
@@ -296,9 +306,10 @@ def link_options(
     # The most recent threads within the horizon: the first ALWAYS_SCORED whatever they hold, the
     # others only where the message has something in common with them (the speaker spoke or was
     # @-ed there, a named person is in it, a shared word). A thread with none of these past the
-    # latest is seldom the answer (under one annotated message in a hundred) and never the one the
-    # fitted scorer chooses on the dev, train-held-out and new-domains logs, so it is left out: a
-    # dozen lookups each. Each keeps its rank by recency.
+    # latest is seldom the answer (under one annotated message in a hundred) and seldom the one the
+    # fitted scorer would choose (32 of the 236,385 messages of every log, train included, with the
+    # same figures to a tenth of a point), so it is left out: a dozen lookups each. Each keeps its
+    # rank by recency.
     hits = probe.hits
     gap = s.gap
     live = 0  # the threads within the gap, scored or not
@@ -338,6 +349,7 @@ def link_options(
     codes: list[tuple[int, ...]] = []
     seq = chat.seq + 1  # this message's number
     asking = 1 if asks(message.text, s.max_feature_chars) else 0
+    cue = message_cue(message.text)
     top_size, top_distance = len(SIZE_EDGES), len(DISTANCE_EDGES)
     best_term = 1 if terms else 0  # "no thread shares a word" when no candidate shares one
     spread = sum(sender in thread.participants for thread in candidates)
@@ -391,6 +403,7 @@ def link_options(
                 speaker * 4 + spread,
                 (1 if sender in thread.last_named else 2) if thread.last_named else 0,
                 (speaker * 2 + asking) * _C_TERMS + term,
+                speaker * _C_CUE + cue,
             )
         )
     silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1
@@ -399,6 +412,7 @@ def link_options(
         _NEW_LIVE + bisect_right(LIVE_EDGES, live),
         _NEW_OWN + (1 + own_age) * 4 + (2 if named else 0) + asking,
         _NEW_SHARE + best_term * 2 + asking,
+        _NEW_CUE + cue * 2 + asking,
     )
     return LinkChoice(candidates, idle_buckets, codes, new)
 

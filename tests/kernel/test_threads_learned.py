@@ -165,3 +165,15 @@ def test_a_greeting_in_chinese_is_a_lone_opener_too() -> None:
     question = tracker.assign(message("4", "cid", "请问开机自动挂载 nfs 共享怎么配置？", START + 120))
     assert question.created
     assert question.thread_id != greeting.thread_id
+
+
+@pytest.mark.parametrize("delay", [15.0, 25.0, 40.0])
+def test_a_yes_answers_the_question_before_it_not_the_chatter_between(delay: float) -> None:
+    # ann asks; cid starts something else; bob's "yes, ..." answers ann, with no @ and one shared
+    # word: an answer's opening says it continues a conversation, not begins one.
+    tracker = ThreadTracker(LEARNED)
+    question = tracker.assign(message("1", "ann", "is the upstream socket path in nginx.conf?", START))
+    chatter = tracker.assign(message("2", "cid", "anyone running focal on a pi", START + 20))
+    assert chatter.created
+    answer = tracker.assign(message("3", "bob", "yes, in the upstream block", START + 20 + delay))
+    assert answer.thread_id == question.thread_id
