@@ -7,7 +7,7 @@ conversation; 2% of those opening with "thanks" or "you"; 9% of the others). The
 cue per message, the first of its first three words (or, in Chinese, of the opening phrases found in
 its first characters) that belongs to a class.
 
-Pure and cheap: one bounded regular expression and a few set lookups per message.
+Pure and cheap: a search of the first characters and a few dictionary lookups per message (about\n1 µs).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ for _code, _words in (
     for _word in _words.split():
         _WORDS[_word] = _code
 
-# Chinese openings, looked for in the first characters (an @ segment may come first), first class
-# found wins. Longer phrases before the shorter ones they contain.
+# Chinese openings, looked for in the first characters (an @ segment may come first): the earliest
+# found wins, and at one position the first listed (a longer phrase before one it begins with).
 _PHRASES: tuple[tuple[str, int], ...] = (
     ("谢谢", 1),
     ("感谢", 1),
@@ -69,25 +69,18 @@ _PHRASES: tuple[tuple[str, int], ...] = (
 _HEAD_CHARS = 40  # the English words are read from the first characters only
 _CJK_HEAD = 8  # the Chinese openings are looked for here
 _WORD = re.compile(r"[a-z']+")
+# One search for every opening: the earliest match wins, and at one position the first listed.
+_PHRASE = re.compile("|".join(re.escape(phrase) for phrase, _ in _PHRASES))
+_PHRASE_CODE = dict(_PHRASES)
 
 
 def message_cue(text: str) -> int:
     """The cue code (an index into CUES) of a message's opening."""
     head = text[:_HEAD_CHARS]
-    if head.isascii():
-        for word in _WORD.findall(head.lower(), 0, _HEAD_CHARS)[:3]:
-            code = _WORDS.get(word)
-            if code is not None:
-                return code
-        return 0
-    cjk = head[:_CJK_HEAD]
-    best, where = 0, _CJK_HEAD
-    for phrase, code in _PHRASES:
-        at = cjk.find(phrase)
-        if 0 <= at < where:
-            best, where = code, at
-    if best:
-        return best
+    if not head.isascii():
+        found = _PHRASE.search(head, 0, _CJK_HEAD)
+        if found is not None:
+            return _PHRASE_CODE[found.group()]
     for word in _WORD.findall(head.lower())[:3]:
         code = _WORDS.get(word)
         if code is not None:
