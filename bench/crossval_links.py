@@ -37,6 +37,15 @@ from bench.disentangle import (
 from bench.train_links import Example, examples, fit
 
 
+def folds(files: Sequence[Path], k: int) -> list[tuple[list[Path], list[Path]]]:
+    """(fitted on, scored) for each of ``k`` folds: every k-th file from the fold's number is scored,
+    the others fitted on."""
+    if k < 2:
+        raise ValueError("cross-validation needs at least 2 folds")
+    cuts = [list(files[start::k]) for start in range(k)]
+    return [([f for f in files if f not in cut], cut) for cut in cuts]
+
+
 def _fold(job: tuple[list[Path], list[Path], int, float]) -> list[tuple[Clusters, Clusters]]:
     """Fit on ``fitted``, track ``scored`` with the fit: (gold, predicted) per scored file."""
     fitted, scored, steps, l2 = job
@@ -60,8 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--folds must be at least 2")
 
     files, _held_out = train_split()
-    folds = [files[k :: args.folds] for k in range(args.folds)]
-    jobs = [([f for f in files if f not in fold], fold, args.steps, args.l2) for fold in folds]
+    jobs = [(fitted, scored, args.steps, args.l2) for fitted, scored in folds(files, args.folds)]
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(_fold, jobs))
