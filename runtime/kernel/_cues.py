@@ -39,6 +39,7 @@ _PHRASES: tuple[tuple[str, int], ...] = (
     ("感谢", 1),
     ("多谢", 1),
     ("大家好", 6),
+    ("你们好", 6),
     ("你好", 6),
     ("早上好", 6),
     ("晚上好", 6),
@@ -49,6 +50,8 @@ _PHRASES: tuple[tuple[str, int], ...] = (
     ("求助", 4),
     ("大佬", 4),
     ("各位", 4),
+    ("大家", 4),  # the group as a whole, as "guys" / "all" (after 大家好)
+    ("你们", 4),  # likewise, before 你 (a directive to one person)
     ("请问", 5),
     ("怎么", 5),
     ("为什么", 5),

@@ -44,6 +44,9 @@ def test_english_openings(text: str, expected: str) -> None:
         ("你把 socket 路径改一下", "directive"),
         ("你好，请问这个怎么弄", "greeting"),  # 你好 is a greeting, not "you ..."
         ("有没有人知道打印机驱动怎么装", "anyone"),
+        ("你们有人遇到过这个报错吗", "anyone"),  # the group, not "you ..." to one person
+        ("大家有没有遇到过", "anyone"),
+        ("你们好", "greeting"),
         ("请问开机自动挂载 nfs 怎么配置？", "question"),
         ("大家好", "greeting"),
         ("我也遇到了", "self"),
