@@ -65,11 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--l2", type=float, default=1e-5)
     parser.add_argument("--jobs", type=int, default=2, help="folds fitted at once (processes)")
     args = parser.parse_args(argv)
-    if args.folds < 2:
-        raise SystemExit("--folds must be at least 2")
 
     files, _held_out = train_split()
-    jobs = [(fitted, scored, args.steps, args.l2) for fitted, scored in folds(files, args.folds)]
+    try:
+        cut = folds(files, args.folds)
+    except ValueError as error:
+        parser.error(str(error))
+    jobs = [(fitted, scored, args.steps, args.l2) for fitted, scored in cut]
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(_fold, jobs))

@@ -7,7 +7,8 @@ conversation; 2% of those opening with "thanks" or "you"; 9% of the others). The
 cue per message, the first of its first three words (or, in Chinese, of the opening phrases found in
 its first characters) that belongs to a class.
 
-Pure and cheap: a search of the first characters and a few dictionary lookups per message (about\n1 µs).
+Pure and cheap: a search of the first characters and a few dictionary lookups per message (about
+2.5 µs).
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ _C_TERMS = _COLS["idle_terms"]
 _C_SIZE = _COLS["idle_size"]
 _C_DISTANCE = _COLS["idle_distance"]
 _C_HITS = _COLS["idle_hits"]
-_C_CUE = len(CUES)
+_C_CUE = _COLS["speaker_cue"]
 
 
 # A candidate is described by 18 codes, one per candidate table in the order of TABLES; its feature
