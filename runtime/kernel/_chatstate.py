@@ -42,6 +42,7 @@ class ThreadState:
         "last_question",
         "last_sender",
         "last_seq",
+        "last_terms",
         "message_ids",
         "participants",
         "started_at",
@@ -68,10 +69,11 @@ class ThreadState:
         self.terms: list[str] = []
         self.term_count = 0
         # For the learned link scorer: the chat's message number of the thread's latest message,
-        # whether that message asked something, and whom it @-ed.
+        # whether that message asked something, whom it @-ed, and its terms.
         self.last_seq = 0
         self.last_question = False
         self.last_named: tuple[str, ...] = ()
+        self.last_terms: tuple[str, ...] = ()
 
 
 class ChatState:

@@ -24,6 +24,8 @@ a few discrete features, the paper's kind:
 - whom the thread's latest message @-ed: the speaker, only others, or nobody;
 - the speaker's part in it crossed with the message's opening cue (``_cues``: "thanks", "yes", "you
   try...", "anyone...", a question word, a greeting, "I...", or none);
+- whether the thread's latest message shares a word with this one (an answer repeats the question
+  it answers, where the thread's vocabulary as a whole holds every word its conversation used);
 
 crossed with the idle time, which makes a linear model of tables: an option's score is the sum of
 one weight per table, looked up. "New" has its own tables (time since the chat's last message, @s,
@@ -105,6 +107,8 @@ TABLES: tuple[tuple[str, int, int, str], ...] = (
     ("speaker_question_terms", 2 + _AGE, 2 * (2 + len(SHARE_EDGES) + 1), "speaker"),
     # the speaker's part in the thread (as in idle_speaker) x the message's opening cue (_cues)
     ("speaker_cue", 2 + _AGE, len(CUES), "speaker"),
+    # the thread's latest message: 0 this message has no words, 1 it shares none of them, 2 it shares one
+    ("idle_last_terms", _IDLE, 3, "terms"),
     ("new_gap_mention_terms", _IDLE, 4, "new"),
     ("new_live", len(LIVE_EDGES) + 1, 1, "new"),
     ("new_own_mention", 1 + _AGE, 4, "new"),  # x an @ (2) x a question (2)
@@ -138,6 +142,7 @@ FEATURES = len(_REASONS)
     _IDLE_LAST_NAMED,
     _SPEAKER_QUESTION,
     _SPEAKER_CUE,
+    _IDLE_LAST_TERMS,
     _NEW_GAP,
     _NEW_LIVE,
     _NEW_OWN,
@@ -155,10 +160,10 @@ _C_HITS = _COLS["idle_hits"]
 _C_CUE = _COLS["speaker_cue"]
 
 
-# A candidate is described by 18 codes, one per candidate table in the order of TABLES; its feature
+# A candidate is described by 19 codes, one per candidate table in the order of TABLES; its feature
 # ids are each table's start for the candidate's idle bucket plus the code. The idle-crossed tables
 # start at the bucket's row; "mention_terms" and the "speaker_" tables are read whole (their codes
-# are row * columns + column). Per idle bucket, the 18 starts:
+# are row * columns + column). Per idle bucket, the 19 starts:
 _CANDIDATE_TABLES = (
     (_IDLE_RANK, _C_RANK),
     (_IDLE_SPEAKER, _C_SPEAKER),
@@ -178,6 +183,7 @@ _CANDIDATE_TABLES = (
     (_IDLE_LAST_NAMED, 3),
     (_SPEAKER_QUESTION, None),
     (_SPEAKER_CUE, None),
+    (_IDLE_LAST_TERMS, 3),
 )
 _STARTS = tuple(
     tuple(start if cols is None else start + i * cols for start, cols in _CANDIDATE_TABLES)
@@ -210,7 +216,7 @@ def load_weights() -> tuple[float, ...]:
 
 
 class LinkChoice:
-    """The options for one message: the candidate threads, each one's idle bucket and 18 codes, and
+    """The options for one message: the candidate threads, each one's idle bucket and 19 codes, and
     the feature ids of "new"."""
 
     __slots__ = ("codes", "idle", "new", "threads")
@@ -238,10 +244,10 @@ class LinkChoice:
 
 
 class LinkWeights:
-    """The weights laid out for scoring: per idle bucket, for each of a candidate's 18 codes, the
+    """The weights laid out for scoring: per idle bucket, for each of a candidate's 19 codes, the
     weights it indexes (that bucket's row of an idle-crossed table, or the whole table).
 
-    A candidate's score is then its 18 weights summed in the order of its features, read with
+    A candidate's score is then its 19 weights summed in the order of its features, read with
     ``map`` in C instead of an addition per feature id in Python: the same additions of the same
     numbers, so the same score to the last bit.
     """
@@ -350,6 +356,7 @@ def link_options(
     seq = chat.seq + 1  # this message's number
     asking = 1 if asks(message.text, s.max_feature_chars) else 0
     cue = message_cue(message.text)
+    words = frozenset(terms)  # against each candidate's latest message
     top_size, top_distance = len(SIZE_EDGES), len(DISTANCE_EDGES)
     best_term = 1 if terms else 0  # "no thread shares a word" when no candidate shares one
     spread = sum(sender in thread.participants for thread in candidates)
@@ -369,7 +376,7 @@ def link_options(
         else:
             mention = 0
         if not terms:
-            term = hit_bucket = 0
+            term = hit_bucket = latest = 0
         else:
             hit = hits.get(thread.bit)
             if hit is None:
@@ -377,6 +384,7 @@ def link_options(
             else:
                 term = 2 + bisect_right(SHARE_EDGES, hit / total)
                 hit_bucket = 1 + bisect_right(HIT_EDGES, hit)
+            latest = 1 if words.isdisjoint(thread.last_terms) else 2
         if term > best_term:
             best_term = term
         size = thread.count
@@ -404,6 +412,7 @@ def link_options(
                 (1 if sender in thread.last_named else 2) if thread.last_named else 0,
                 (speaker * 2 + asking) * _C_TERMS + term,
                 speaker * _C_CUE + cue,
+                latest,
             )
         )
     silence = bisect_right(IDLE_EDGES, now - chat.last_at) if threads else _IDLE - 1

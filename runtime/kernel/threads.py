@@ -433,6 +433,7 @@ class ThreadTracker:
         thread.last_seq = chat.seq
         thread.last_question = asks(message.text, s.max_feature_chars)
         thread.last_named = message.mentions
+        thread.last_terms = terms
         messages = chat.messages
         known = len(messages)
         messages[message_id] = (thread.id, sender)

@@ -177,3 +177,24 @@ def test_a_yes_answers_the_question_before_it_not_the_chatter_between(delay: flo
     assert chatter.created
     answer = tracker.assign(message("3", "bob", "yes, in the upstream block", START + 20 + delay))
     assert answer.thread_id == question.thread_id
+
+
+@pytest.mark.parametrize("delay", [5.0, 15.0, 25.0])
+def test_an_answer_that_repeats_the_words_of_a_question_just_asked_joins_it(delay: float) -> None:
+    # ann and bob talk php-fpm; cid asks about docker's socket between two of their messages; dan,
+    # new to both, answers cid with cid's own words ("docker", "socket"): the answer joins cid's
+    # question, not a conversation of its own, though the other thread has spoken since.
+    tracker = ThreadTracker(LEARNED)
+    talk = [
+        message("1", "ann", "my nginx upstream socket keeps timing out", START),
+        message("2", "bob", "is the php-fpm socket owned by www-data", START + 20),
+        message("3", "ann", "yes it is, permissions look right", START + 40),
+        message("4", "bob", "then restart php-fpm and watch the error log", START + 60),
+    ]
+    threads = {tracker.assign(m).thread_id for m in talk}
+    question = tracker.assign(message("5", "cid", "where does docker keep the daemon socket?", START + 70))
+    assert question.created
+    going_on = tracker.assign(message("6", "ann", "restarted, the error log is quiet now", START + 80))
+    assert going_on.thread_id in threads
+    answer = tracker.assign(message("7", "dan", "the docker socket lives in /var/run", START + 80 + delay))
+    assert answer.thread_id == question.thread_id
