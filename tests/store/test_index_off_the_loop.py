@@ -6,7 +6,10 @@ whole switch interval behind the writer every time: a context build's reads for 
 chat was being stored. Here the loop sleeps 1 ms at a time while a batch of chat messages is
 indexed on a thread. The switch interval is raised to 50 ms for the test: behind a thread that holds
 the GIL the loop can wake at most once per interval (20 times a second), however loaded the
-machine; a segmenter that lets the GIL go while it cuts lets it wake far more often.
+machine; a segmenter that lets the GIL go while it cuts lets it wake far more often, though how
+often varies with who wins each hand-over of the GIL (57 to 700 times a second here; jieba itself,
+16 to 18): so the batch takes about half a second, and the bar, 30 a second, is half again the rate
+a cut that holds the GIL allows.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def chat(n: int) -> list[str]:
 @pytest.mark.asyncio
 async def test_the_loop_keeps_running_while_messages_are_indexed() -> None:
     await asyncio.to_thread(warm_up)
-    texts = chat(5000)
+    texts = chat(20_000)
     wakes = 0
     interval = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH)
@@ -52,4 +55,4 @@ async def test_the_loop_keeps_running_while_messages_are_indexed() -> None:
         sys.setswitchinterval(interval)
     assert len(indexed) == len(texts)
     rate = wakes / elapsed
-    assert rate > 3 / SWITCH, f"the loop woke {wakes} times in {elapsed:.2f} s ({rate:.0f}/s)"
+    assert rate > 1.5 / SWITCH, f"the loop woke {wakes} times in {elapsed:.2f} s ({rate:.0f}/s)"
