@@ -239,12 +239,11 @@ def bench_ingest(
             heapq.heappush(heap, (float(i), i))
             heapq.heappop(heap)
 
-    parts: dict[str, Callable[[list[ChatMessage]], None]] = {
-        "Kernel.ingest": kernel_ingest,
+    # The components alone, timed after the kernel in every round.
+    alone: dict[str, Callable[[list[ChatMessage]], None]] = {
         "ThreadTracker.assign alone": threads,
         "DynamicLexicon.match alone (global+group+persona)": lexicon_match,
         "EventStore create + one move alone": events,
-        "bare loop (AC scan + heap push/pop)": bare,
     }
     bare_name = "bare loop (AC scan + heap push/pop)"
 
@@ -257,7 +256,7 @@ def bench_ingest(
     # The bare loop is short (a tenth of a second a round): timed right before and right after the
     # kernel, and each round's ratio taken against their mean, so a machine whose load drifts between
     # rounds moves both sides of a ratio alike.
-    samples: dict[str, list[float]] = {name: [] for name in parts}
+    samples: dict[str, list[float]] = {"Kernel.ingest": [], **{name: [] for name in alone}, bare_name: []}
     ratios: list[float] = []
     for run in range(runs):
         batch = shifted(messages, span * (run + 1), f"r{run}-")
@@ -267,9 +266,8 @@ def bench_ingest(
         samples["Kernel.ingest"].append(kernel_round)
         samples[bare_name].append((before + after) / 2)
         ratios.append(kernel_round * 2 / (before + after))
-        for name, part in parts.items():
-            if part is not kernel_ingest and part is not bare:
-                samples[name].append(timed(part, batch))
+        for name, part in alone.items():
+            samples[name].append(timed(part, batch))
         kernel.prune(batch[-1].time)
     us = {name: statistics.median(values) for name, values in samples.items()}
 
