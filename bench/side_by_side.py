@@ -33,11 +33,16 @@ py-spy (``--py-spy``, or ``py-spy`` on ``PATH``) over the stream, as collapsed s
 ``--repeat N`` runs the same stream N times (fresh processes each) and ends with each headline figure's
 median and every run's value: a p99 over 120 @s is their second-slowest, and one run's tail says little.
 ``--stall-trace FILE`` has ``bot.py`` sample its loop's stack whenever the loop is held past 40 ms
-(``runtime/stall_trace.py``), one JSON line per stall in ``FILE``, and prints the longest
+(``runtime/traces/stalls.py``), one JSON line per stall in ``FILE``, and prints the longest
 stalls with what ran during them (a ``--baseline`` bot's in ``FILE-baseline``, printed after).
+``--trace-memory FILE`` has ``bot.py`` start ``tracemalloc`` ``--trace-after`` seconds into its life and
+compare a snapshot with the first every ``--trace-every`` seconds (``runtime/traces/memory.py``), and
+prints the places that grew most by the end. Tracing slows the bot several times over: give it a
+``--rate`` it keeps up with (50 a second on a 2-core machine), or the backlog's buffers are the growth.
 
     .venv/bin/python bench/side_by_side.py [--rate 200] [--messages 12000] [--groups 200] [--at-every 100]
                                             [--soak] [--profile FILE] [--stall-trace FILE] [--seed 7]
+                                            [--trace-memory FILE [--trace-after 60] [--trace-every 60]]
                                             [--repeat 1]
 """
 
@@ -79,7 +84,8 @@ from bench.e2e import (  # noqa: E402
     group_frame,
 )
 from runtime.stages import ENV as STAGE_TRACE  # noqa: E402
-from runtime.stall_trace import ENV as STALL_TRACE  # noqa: E402
+from runtime.traces import memory as memory_trace  # noqa: E402
+from runtime.traces.stalls import ENV as STALL_TRACE  # noqa: E402
 from tests.e2e.bot_process import BotProcess  # noqa: E402
 from tests.e2e.onebot_peer import OneBotPeer  # noqa: E402
 from tests.support import onebot_events as ob  # noqa: E402
@@ -379,6 +385,33 @@ def stall_report(path: Path, *, stalls: int = 8, stacks: int = 3, frames: int = 
             print(f"    {count:>4}  " + " <- ".join(reversed(inner)))
 
 
+def memory_report(path: Path, *, places: int = 15) -> None:
+    """What ``bot.py``'s memory trace found: traced size and RSS along it, and the places that grew
+    most by its last record (their innermost frame first)."""
+    if not path.exists():
+        print(f"memory trace: no {path} (the stream ended before --trace-after?)")
+        return
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    if not records:
+        print(f"memory trace: {path} is empty")
+        return
+    last = records[-1]
+    traced = " ".join(f"{r['traced_mb']:.0f}" for r in records)
+    rss = " ".join("?" if r["rss_mb"] is None else f"{r['rss_mb']:.0f}" for r in records)
+    print(
+        f"memory trace: {len(records)} snapshots over {last['traced_s']:.0f} s of tracing; "
+        f"traced MB {traced}; RSS MB {rss}"
+    )
+    print(
+        f"  grown since tracing began: {last['grown_kb'] / 1024:.1f} MB "
+        f"(the last snapshot took {last['snapshot_ms']:.0f} ms, its comparison {last['compare_ms']:.0f} ms)"
+    )
+    for place in last["top"][:places]:
+        where = " <- ".join(reversed(place["where"].split(";")))
+        grown, now = place["kb"] / 1024, place["kb_now"] / 1024
+        print(f"  {grown:+8.2f} MB {place['blocks']:+9,d} blocks  ({now:.2f} MB now)  {where}")
+
+
 def _baseline_trace(path: Path) -> Path:
     """Where the ``--baseline`` bot writes its stall trace, beside ``path``."""
     return path.with_name(f"{path.stem}-baseline{path.suffix}")
@@ -450,6 +483,15 @@ async def run(args: argparse.Namespace) -> Figures:
         if args.stall_trace is not None:
             bot_env = {**env, STALL_TRACE: str(args.stall_trace.resolve())}
             baseline_env = {**env, STALL_TRACE: str(_baseline_trace(args.stall_trace).resolve())}
+        if args.trace_memory is not None:
+            args.trace_memory.unlink(missing_ok=True)
+            bot_env = {
+                **bot_env,
+                memory_trace.ENV: str(args.trace_memory.resolve()),
+                memory_trace.AFTER_ENV: str(args.trace_after),
+                memory_trace.EVERY_ENV: str(args.trace_every),
+                memory_trace.FRAMES_ENV: str(args.trace_frames),
+            }
         bot = greywind("bot.py", tmp / "bot", model, bot_env, ROOT / "bot.py", args.breakdown)
         targets = [bot]
         if args.baseline is not None:
@@ -512,6 +554,8 @@ async def run(args: argparse.Namespace) -> Figures:
                     print(f"{target.name} logged {len(errors)} errors:")
                     for kind, count in kinds.most_common(5):
                         print(f"  {count:>5}  {kind}")
+            if args.trace_memory is not None:
+                memory_report(args.trace_memory)  # its last record is written as bot.py stops
     return figures
 
 
@@ -543,6 +587,14 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="bot.py's loop stalls past 40 ms, with their stacks, here (JSON lines)",
     )
+    parser.add_argument(
+        "--trace-memory", type=Path, help="bot.py's memory growth by allocating line, here (JSON lines)"
+    )
+    parser.add_argument(
+        "--trace-after", type=float, default=60.0, help="seconds into bot.py's life before tracing starts"
+    )
+    parser.add_argument("--trace-every", type=float, default=60.0, help="seconds between snapshots")
+    parser.add_argument("--trace-frames", type=int, default=1, help="frames kept per allocation")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--repeat",

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "quiet",
         "urgency",
         "stages",
-        "stall_trace",
+        "traces",
         "unicode_safe",
         "logs",
         "lifetime",

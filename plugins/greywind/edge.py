@@ -75,7 +75,8 @@ from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
 from runtime.ports import StoresInbound
 from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED
-from runtime.stall_trace import StallTrace
+from runtime.traces.memory import MemoryTrace
+from runtime.traces.stalls import StallTrace
 from runtime.urgency import AddressedWork
 
 __all__ = ["Edge", "EdgeStatistics", "model_hint", "model_is_configured"]
@@ -178,6 +179,7 @@ class Edge:
         self.young_collections = YoungCollections(lambda: self.dispatcher.submitted)
         self.full_collections = FullCollections(lambda: self.dispatcher.submitted)
         self.stall_trace = StallTrace.from_env(self._env)  # off unless GREYWIND_STALL_TRACE is set
+        self.memory_trace = MemoryTrace.from_env(self._env)  # off unless GREYWIND_MEMORY_TRACE is set
         self.context = EdgeContext(
             config=config,
             config_path=config_path,
@@ -251,6 +253,8 @@ class Edge:
         task_group.start_soon(self.full_collections.run, name="greywind-full-collections")
         if self.stall_trace is not None:
             task_group.start_soon(self.stall_trace.run, name="greywind-stall-trace")
+        if self.memory_trace is not None:
+            task_group.start_soon(self.memory_trace.run, name="greywind-memory-trace")
         self.collector.install()
         log.info(
             "edge_started",

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from runtime.stall_trace import ENV, THRESHOLD_ENV, StallTrace, collapse
+from runtime.traces.stalls import ENV, THRESHOLD_ENV, StallTrace, collapse
 
 
 def hold_the_loop_in_a_long_save(seconds: float) -> None:
@@ -37,7 +37,7 @@ async def test_a_held_loop_gets_one_record_naming_the_function_that_held_it(tmp_
     stack, count = stall["stacks"][0]
     assert count >= stall["samples"] // 2
     innermost = stack.split(";")[-1]
-    assert innermost.startswith("tests/test_stall_trace.py:hold_the_loop_in_a_long_save:")
+    assert innermost.startswith("tests/traces/test_stalls.py:hold_the_loop_in_a_long_save:")
     assert "test_a_held_loop_gets_one_record" in stack  # root first: its caller before it
     assert stack.index("test_a_held_loop_gets_one_record") < stack.index("hold_the_loop_in_a_long_save")
     assert abs(stall["at"] - time.time()) < 60
@@ -79,5 +79,5 @@ def test_a_stack_collapses_root_first_with_short_paths() -> None:
         return collapse(sys._getframe())
 
     frames = inner().split(";")
-    assert frames[-1].startswith("tests/test_stall_trace.py:inner:")
-    assert frames[-2].startswith("tests/test_stall_trace.py:test_a_stack_collapses_root_first")
+    assert frames[-1].startswith("tests/traces/test_stalls.py:inner:")
+    assert frames[-2].startswith("tests/traces/test_stalls.py:test_a_stack_collapses_root_first")

@@ -36,7 +36,7 @@ from typing import Any
 
 import anyio
 
-__all__ = ["ENV", "StallTrace", "collapse"]
+__all__ = ["ENV", "StallTrace", "collapse", "short_path"]
 
 ENV = "GREYWIND_STALL_TRACE"
 THRESHOLD_ENV = "GREYWIND_STALL_TRACE_MS"  # the threshold, in milliseconds (default 40)
@@ -48,12 +48,12 @@ def collapse(frame: FrameType | None, *, depth: int = 60) -> str:
     frames: list[str] = []
     while frame is not None and len(frames) < depth:
         code = frame.f_code
-        frames.append(f"{_short(code.co_filename)}:{code.co_name}:{frame.f_lineno}")
+        frames.append(f"{short_path(code.co_filename)}:{code.co_name}:{frame.f_lineno}")
         frame = frame.f_back
     return ";".join(reversed(frames))
 
 
-def _short(filename: str) -> str:
+def short_path(filename: str) -> str:
     """The path from the package root on (``runtime/store/text.py``, ``asyncio/events.py``)."""
     parts = Path(filename).parts
     for root in ("site-packages", "runtime", "plugins", "tests", "bench"):
