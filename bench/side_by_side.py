@@ -385,9 +385,10 @@ def stall_report(path: Path, *, stalls: int = 8, stacks: int = 3, frames: int = 
             print(f"    {count:>4}  " + " <- ".join(reversed(inner)))
 
 
-def memory_report(path: Path, *, places: int = 15) -> None:
-    """What ``bot.py``'s memory trace found: traced size and RSS along it, and the places that grew
-    most by its last record (their innermost frame first)."""
+def memory_report(path: Path, *, places: int = 12) -> None:
+    """What ``bot.py``'s memory trace found: traced size, RSS and the growth of each interval along it,
+    and the places that grew most by its last record, since the first snapshot and over the last
+    interval (innermost frame first)."""
     if not path.exists():
         print(f"memory trace: no {path} (the stream ended before --trace-after?)")
         return
@@ -398,18 +399,22 @@ def memory_report(path: Path, *, places: int = 15) -> None:
     last = records[-1]
     traced = " ".join(f"{r['traced_mb']:.0f}" for r in records)
     rss = " ".join("?" if r["rss_mb"] is None else f"{r['rss_mb']:.0f}" for r in records)
+    intervals = " ".join(f"{r['since_previous']['kb'] / 1024:+.1f}" for r in records)
     print(
-        f"memory trace: {len(records)} snapshots over {last['traced_s']:.0f} s of tracing; "
-        f"traced MB {traced}; RSS MB {rss}"
+        f"memory trace: {len(records)} snapshots over {last['traced_s']:.0f} s of tracing "
+        f"(the last took {last['snapshot_ms'] / 1000:.1f} s)\n"
+        f"  traced MB {traced}; RSS MB {rss}\n"
+        f"  growth per interval, MB (the last one up to the stop): {intervals}"
     )
-    print(
-        f"  grown since tracing began: {last['grown_kb'] / 1024:.1f} MB "
-        f"(the last snapshot took {last['snapshot_ms']:.0f} ms, its comparison {last['compare_ms']:.0f} ms)"
-    )
-    for place in last["top"][:places]:
-        where = " <- ".join(reversed(place["where"].split(";")))
-        grown, now = place["kb"] / 1024, place["kb_now"] / 1024
-        print(f"  {grown:+8.2f} MB {place['blocks']:+9,d} blocks  ({now:.2f} MB now)  {where}")
+    for label, key in (
+        ("since the first snapshot", "since_first"),
+        ("over the last interval", "since_previous"),
+    ):
+        print(f"  {label}: {last[key]['kb'] / 1024:+.1f} MB in all; most:")
+        for place in last[key]["top"][:places]:
+            where = " <- ".join(reversed(place["where"].split(";")))
+            grown, now = place["kb"] / 1024, place["kb_now"] / 1024
+            print(f"    {grown:+8.2f} MB {place['blocks']:+9,d} blocks  ({now:.2f} MB now)  {where}")
 
 
 def _baseline_trace(path: Path) -> Path:

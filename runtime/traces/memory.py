@@ -4,16 +4,22 @@ RSS says that the bot grew, not by what. With ``GREYWIND_MEMORY_TRACE`` naming a
 :class:`MemoryTrace` waits ``after`` seconds (start-up and the first fill of the caches are not what a
 leak hunt asks about), starts ``tracemalloc`` keeping ``frames`` frames per allocation, takes a first
 snapshot, then another every ``every`` seconds and once more when stopped. Each later snapshot is
-compared with the first, grouped by the allocating line (by the whole ``frames``-deep traceback when
-``frames`` > 1), and appended as one JSON line: when, how long tracing has run, the traced size now and
-at its peak, the process's RSS, what taking and grouping the snapshot and comparing it took, the growth
-summed over every place, and the ``top`` places that grew most (``where``, KB grown, blocks grown, KB
-held now).
+grouped by the allocating line (by the whole ``frames``-deep traceback when ``frames`` > 1) and
+compared twice, with the first snapshot and with the previous one, and appended as one JSON line: when,
+how long tracing has run, the traced size now and at its peak, the process's RSS, what taking and
+grouping the snapshot and comparing it took, and for each comparison the growth summed over every
+place and the ``top`` places that grew most (``where``, KB grown, blocks grown, KB held now).
+
+Only what was allocated after tracing began is traced, and its frees; a record allocated before and
+freed since is not subtracted. So where a capped buffer replaces its records, each replacement counts
+as growth until the buffer has turned over once since tracing began: read the comparisons with the
+previous snapshot from then on, whose sum falls toward 0 in a process that levels off.
 
 Tracing is not free. Every allocation is recorded while it runs, so the bot runs several times slower
 (feed it a stream it keeps up with, or the backlog's own buffers become the growth), and each snapshot
-holds the GIL while it is taken; the snapshots and comparisons run on a worker thread, so the loop
-goes on between. Without the variable nothing runs (:meth:`MemoryTrace.from_env` returns ``None``).
+holds the GIL while it is taken, for seconds once hundreds of thousands of blocks are traced; the
+snapshots and comparisons run on a worker thread, so the loop goes on between. Without the variable
+nothing runs (:meth:`MemoryTrace.from_env` returns ``None``).
 """
 
 from __future__ import annotations
@@ -38,12 +44,14 @@ AFTER_ENV = "GREYWIND_MEMORY_TRACE_AFTER"  # seconds before tracing starts (defa
 EVERY_ENV = "GREYWIND_MEMORY_TRACE_EVERY"  # seconds between snapshots (default 60)
 FRAMES_ENV = "GREYWIND_MEMORY_TRACE_FRAMES"  # frames kept per allocation (default 1)
 
-# Places whose allocations are the tracing's own (the first snapshot, kept to compare with) or the
-# import machinery's: they say nothing about the bot. Matched on a place's innermost frame, after
-# grouping: a filter on every trace (``Snapshot.filter_traces``) took seconds a snapshot in the bot.
+# Places whose allocations are the tracing's own (tracemalloc's snapshots, this module's tables of
+# the first and previous one) or the import machinery's: they say nothing about the bot. Matched on a
+# place's innermost frame, after grouping: a filter on every trace (``Snapshot.filter_traces``) took
+# seconds a snapshot in the bot.
 _IGNORED = frozenset(
     {
         tracemalloc.__file__,
+        __file__,
         "<frozen importlib._bootstrap>",
         "<frozen importlib._bootstrap_external>",
         "<unknown>",
@@ -64,6 +72,7 @@ class MemoryTrace:
         self.after, self.every, self.frames, self.top = after, every, frames, top
         self.records = 0  # lines written
         self._first: Sizes | None = None  # what each place held at the first snapshot
+        self._previous: Sizes | None = None  # and at the latest
         self._started_at = 0.0
         self._owns_tracing = False  # started here, so stopped here (not a PYTHONTRACEMALLOC run's)
 
@@ -99,28 +108,25 @@ class MemoryTrace:
             tracemalloc.start(self.frames)
             self._owns_tracing = True
         self._started_at = time.monotonic()
-        self._first = self._sizes()
+        self._first = self._previous = self._sizes()
 
     def stop(self) -> None:
-        self._first = None
+        self._first = self._previous = None
         if self._owns_tracing:
             tracemalloc.stop()
             self._owns_tracing = False
 
     def record(self) -> dict[str, Any]:
-        """Compare a new snapshot with the first and append the record; returns it."""
-        if self._first is None:
+        """Compare a new snapshot with the first and with the previous one, append the record and
+        return it."""
+        if self._first is None or self._previous is None:
             raise RuntimeError("the memory trace has not started")
-        first = self._first
         began = time.perf_counter()
         now = self._sizes()
         taken = time.perf_counter()
-        grown = [
-            (size - first.get(place, (0, 0))[0], count - first.get(place, (0, 0))[1], size, place)
-            for place, (size, count) in now.items()
-        ]
-        gone = sum(size for place, (size, _) in first.items() if place not in now)
-        grown.sort(key=lambda g: g[0], reverse=True)
+        since_first = self._growth(self._first, now)
+        since_previous = self._growth(self._previous, now)
+        self._previous = now
         compared = time.perf_counter()
         traced, peak = tracemalloc.get_traced_memory()
         record = {
@@ -131,7 +137,24 @@ class MemoryTrace:
             "rss_mb": _rss_mb(),
             "snapshot_ms": round((taken - began) * 1000, 1),
             "compare_ms": round((compared - taken) * 1000, 1),
-            "grown_kb": _kb(sum(g[0] for g in grown) - gone),
+            "since_first": since_first,
+            "since_previous": since_previous,
+        }
+        with open(self.path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.records += 1
+        return record
+
+    def _growth(self, before: Sizes, now: Sizes) -> dict[str, Any]:
+        """What grew from ``before`` to ``now``: in all (KB), and the ``top`` places, most first."""
+        grown = []
+        for place, (size, count) in now.items():
+            old_size, old_count = before.get(place, (0, 0))
+            grown.append((size - old_size, count - old_count, size, place))
+        gone = sum(size for place, (size, _) in before.items() if place not in now)
+        grown.sort(key=lambda g: g[0], reverse=True)
+        return {
+            "kb": _kb(sum(g[0] for g in grown) - gone),
             "top": [
                 {
                     # root first, as tracemalloc orders a traceback
@@ -143,10 +166,6 @@ class MemoryTrace:
                 for size_diff, count_diff, size, place in grown[: self.top]
             ],
         }
-        with open(self.path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self.records += 1
-        return record
 
     def _sizes(self) -> Sizes:
         """What each place (allocating line, or traceback) holds now, the ignored places left out."""

@@ -19,6 +19,12 @@ def keep_every_message(count: int) -> None:
     KEPT.extend(bytes(1024) + i.to_bytes(4, "little") for i in range(count))
 
 
+def keep_the_latest(count: int, cap: int) -> None:
+    """A capped buffer: each new record replaces the oldest past ``cap``."""
+    keep_every_message(count)
+    del KEPT[: max(0, len(KEPT) - cap)]
+
+
 def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -45,12 +51,12 @@ async def test_growth_after_tracing_starts_is_named_by_the_line_that_allocated_i
     written = records(tmp_path / "memory.jsonl")
     assert len(written) >= 2  # every 0.1 s, then the stop's
     last = written[-1]
-    top = last["top"][0]
+    top = last["since_first"]["top"][0]
     assert top["where"].startswith("tests/traces/test_memory.py:")
     assert top["where"] == f"tests/traces/test_memory.py:{_line_of('KEPT.extend(')}"
     assert top["blocks"] >= 2_000  # the 2,000 kept after tracing began, not the 500 before
     assert 2_000 <= top["kb"] <= 2_500  # 2,000 copies of ~1 KB
-    assert last["grown_kb"] >= top["kb"]
+    assert last["since_first"]["kb"] >= top["kb"]
     assert last["traced_mb"] >= 2.0
     assert last["rss_mb"] is None or last["rss_mb"] > 0
     assert trace.records == len(written)
@@ -77,12 +83,35 @@ def test_deeper_tracebacks_name_the_callers_root_first(tmp_path: Path) -> None:
         record = trace.record()
     finally:
         trace.stop()
-    frames = record["top"][0]["where"].split(";")
+    frames = record["since_first"]["top"][0]["where"].split(";")
     kept = f"tests/traces/test_memory.py:{_line_of('KEPT.extend(')}"
     caller = f"tests/traces/test_memory.py:{_line_of('keep_every_message(1_000)')}"
     assert frames[-1] == kept  # the innermost: the line that allocated
     assert caller in frames
     assert frames.index(caller) < frames.index(kept)
+
+
+def test_a_capped_buffer_turning_over_grows_since_the_first_snapshot_not_since_the_previous(
+    tmp_path: Path,
+) -> None:
+    keep_the_latest(1_000, cap=1_000)  # full before tracing: none of it traced
+    trace = MemoryTrace(tmp_path / "memory.jsonl", after=0.0, every=1.0)
+    trace.start()
+    try:
+        keep_the_latest(1_000, cap=1_000)  # replaced once: the new copies traced, the old frees not
+        turned_over = trace.record()
+        keep_the_latest(1_000, cap=1_000)  # and again: now both sides are traced
+        level = trace.record()
+    finally:
+        trace.stop()
+    kept = f"tests/traces/test_memory.py:{_line_of('KEPT.extend(')}"
+    first_top = turned_over["since_first"]["top"][0]
+    assert first_top["where"] == kept
+    assert first_top["kb"] >= 1_000  # the replacements count as growth
+    level_places = {p["where"]: p for p in level["since_previous"]["top"]}
+    assert abs(level_places.get(kept, {"kb": 0.0})["kb"]) < 50  # a turned-over buffer: flat
+    assert abs(level["since_previous"]["kb"]) < 200
+    assert level["since_first"]["kb"] >= 1_000  # still "grown" against the first snapshot
 
 
 def test_a_record_before_the_start_is_an_error(tmp_path: Path) -> None:
