@@ -36,9 +36,10 @@ median and every run's value: a p99 over 120 @s is their second-slowest, and one
 (``runtime/traces/stalls.py``), one JSON line per stall in ``FILE``, and prints the longest
 stalls with what ran during them (a ``--baseline`` bot's in ``FILE-baseline``, printed after).
 ``--trace-memory FILE`` has ``bot.py`` start ``tracemalloc`` ``--trace-after`` seconds into its life and
-compare a snapshot with the first every ``--trace-every`` seconds (``runtime/traces/memory.py``), and
-prints the places that grew most by the end. Tracing slows the bot several times over: give it a
-``--rate`` it keeps up with (50 a second on a 2-core machine), or the backlog's buffers are the growth.
+compare a snapshot with the first and the previous one every ``--trace-every`` seconds
+(``runtime/traces/memory.py``), and prints each interval's growth and the places that grew most. Tracing
+slows the bot several times over: give it a ``--rate`` it keeps up with (50 a second on a 2-core
+machine), or the backlog's buffers are the growth.
 
     .venv/bin/python bench/side_by_side.py [--rate 200] [--messages 12000] [--groups 200] [--at-every 100]
                                             [--soak] [--profile FILE] [--stall-trace FILE] [--seed 7]

@@ -186,9 +186,10 @@ def _number(
         return default
     try:
         value = int(raw) if whole else float(raw)
+        valid = value >= minimum and math.isfinite(value)  # NaN fails the first
     except ValueError:
-        value = minimum - 1
-    if not (value >= minimum and math.isfinite(value)):  # NaN fails the first
+        valid = False
+    if not valid:
         kind = "a whole number" if whole else "a number"
         raise ValueError(f"{name} must be {kind} of at least {minimum:g}, not {raw!r}")
     return value
