@@ -170,7 +170,8 @@ def _render(
 
 
 def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) -> Inbound:
-    """Convert one message event. Never raises on odd segment data; ``now`` is the receipt time.
+    """Convert one message event. Never raises on odd segment data; ``now`` is the receipt time
+    (when its frame was read off the socket, or when the edge handles it).
 
     The kernel's clock is the process's clock, so ``time`` is when the edge received the message, not
     the platform's second-resolution (and sometimes skewed) timestamp.

@@ -56,7 +56,7 @@ from plugins.greywind.looplag import (
     YoungCollections,
 )
 from plugins.greywind.notices import apply_to_gates, interpret_notice
-from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics, GuardedAdapter
+from plugins.greywind.onebot_guard import FrameGuard, FrameGuardStatistics, GuardedAdapter, frame_received_at
 from plugins.greywind.outbound import (
     Account,
     BotApi,
@@ -231,6 +231,7 @@ class Edge:
         elif self.shadow_mode:
             log.warning("shadow_mode", detail="bot.shadow_mode is on: nothing will be sent")
         self.context.data_dir.mkdir(parents=True, exist_ok=True)
+        FrameGuard.clock = self.clock  # frames are dated on arrival by the clock messages are dated by
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
@@ -305,6 +306,7 @@ class Edge:
             # After the store's final flush: what is committed leaves the journal.
             FrameGuard.on_event_frame = GuardedAdapter.on_not_a_message = None
             self.journal.close()
+        FrameGuard.clock = time.time
         task_group, self._task_group = self._task_group, None
         if task_group is not None:
             task_group.cancel_scope.cancel()
@@ -381,13 +383,19 @@ class Edge:
     async def handle_message(self, event: MessageEvent) -> None:
         key = event_key(event) if self.journal is not None else None
         try:
-            inbound = convert_message(event, self._rules_for(str(event.self_id)), now=self.clock())
+            inbound = convert_message(event, self._rules_for(str(event.self_id)), now=self._arrival())
         except Exception:
             self._convert_failed += 1
             log.exception("convert_failed", message_id=getattr(event, "message_id", None))
             self._settle(key)
             return
         await self.deliver(inbound, str(event.self_id), key)
+
+    def _arrival(self) -> float:
+        """When the event being handled arrived: its frame's time off the socket (a backlog's
+        messages keep the pace they came at), else now."""
+        received = frame_received_at.get()
+        return self.clock() if received is None else received
 
     def command_of(self, inbound: Inbound) -> Command | Usage | None:
         """The declared command ``inbound`` is, if it is one its sender may run (a superuser any; a
@@ -505,7 +513,7 @@ class Edge:
             await self.outbound.send(message.chat_id, text, reply_to=message.message_id, admin=admin)
 
     async def handle_notice(self, event: NoticeEvent) -> None:
-        now = self.clock()
+        now = self._arrival()
         self_id = str(event.self_id)
         try:
             if isinstance(event, PokeNotifyEvent):

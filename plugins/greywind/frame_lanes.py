@@ -20,8 +20,9 @@ arrives, the chatter its chat has waiting moves into the priority lane ahead of 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 __all__ = ["ChatterFrames", "FairFrames", "LaneRules", "chat_key", "is_priority", "nested_deeper_than"]
 
@@ -116,13 +117,17 @@ def nested_deeper_than(raw: str | bytes, value: object, limit: int) -> bool:
     return False
 
 
-class _FramesByChat:
+# What a lane holds: a raw frame, or the guard's wrapper of one; its length is the frame's bytes.
+F = TypeVar("F", bound=Sized)
+
+
+class _FramesByChat(Generic[F]):
     """A queue of frames per chat, with the lane's totals (frames and bytes)."""
 
     __slots__ = ("_chats", "bytes", "count")
 
     def __init__(self) -> None:
-        self._chats: dict[str, deque[str | bytes]] = {}
+        self._chats: dict[str, deque[F]] = {}
         self.bytes = 0
         self.count = 0
 
@@ -132,7 +137,7 @@ class _FramesByChat:
     def __len__(self) -> int:
         return self.count
 
-    def _append(self, chat: str, frame: str | bytes) -> bool:
+    def _append(self, chat: str, frame: F) -> bool:
         """Queue ``frame`` behind its chat's; True when the chat had nothing waiting."""
         queue = self._chats.get(chat)
         new = queue is None
@@ -144,7 +149,7 @@ class _FramesByChat:
         return new
 
 
-class FairFrames(_FramesByChat):
+class FairFrames(_FramesByChat[F]):
     """Frames queued by chat and handed out round-robin; per chat they stay in order."""
 
     __slots__ = ("_ring",)
@@ -153,11 +158,11 @@ class FairFrames(_FramesByChat):
         super().__init__()
         self._ring: deque[str] = deque()
 
-    def push(self, chat: str, frame: str | bytes) -> None:
+    def push(self, chat: str, frame: F) -> None:
         if self._append(chat, frame):
             self._ring.append(chat)
 
-    def pop(self) -> str | bytes:
+    def pop(self) -> F:
         """The next chat's oldest frame (the caller checks the lane is not empty)."""
         chat = self._ring.popleft()
         queue = self._chats[chat]
@@ -187,7 +192,7 @@ class FairFrames(_FramesByChat):
         self.bytes = self.count = 0
 
 
-class ChatterFrames(_FramesByChat):
+class ChatterFrames(_FramesByChat[F]):
     """Frames in arrival order, with one chat's frames removable at once (:meth:`take_chat`).
 
     Each chat keeps its own queue; one shared line says which chat's frame is next. A chat taken out
@@ -201,11 +206,11 @@ class ChatterFrames(_FramesByChat):
         self._line: deque[str] = deque()
         self._stale: dict[str, int] = {}
 
-    def push(self, chat: str, frame: str | bytes) -> None:
+    def push(self, chat: str, frame: F) -> None:
         self._append(chat, frame)
         self._line.append(chat)
 
-    def pop(self) -> str | bytes:
+    def pop(self) -> F:
         """The oldest frame (the caller checks the lane is not empty)."""
         line = self._line
         while True:
@@ -228,7 +233,7 @@ class ChatterFrames(_FramesByChat):
                 self._stale.clear()
             return frame
 
-    def take_chat(self, chat: str) -> deque[str | bytes]:
+    def take_chat(self, chat: str) -> deque[F]:
         """Remove and return every frame of ``chat``, oldest first (empty when it has none)."""
         queue = self._chats.pop(chat, None)
         if queue is None:

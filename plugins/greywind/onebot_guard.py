@@ -23,6 +23,9 @@ and its coroutine, and memory grows without bound; a single garbled frame cuts t
   (and once more when the backlog has drained).
   At a rate NoneBot can handle nothing waits and nothing is dropped; under a sustained flood memory
   stays bounded.
+* Each frame is stamped with the time the reader took it off the socket, and handed to the adapter's
+  loop with that time in :data:`frame_received_at`; the edge dates the message by it, so a backlog
+  worked off in a burst keeps the pace the chat had (it does not look like a lively chat).
 * While addressed work is on its way to the model (:mod:`runtime.urgency`: a forced episode building
   its context, a dozen store calls), chatter reaches NoneBot at most once per :data:`YIELD_GAP`: the
   process, the store and the GIL are the @'s, and the chatter backlog still moves.
@@ -41,6 +44,7 @@ import hmac
 import json
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -61,7 +65,14 @@ from plugins.greywind.frame_lanes import (
 from runtime import stages
 from runtime.urgency import AddressedWork
 
-__all__ = ["FrameGuard", "FrameGuardStatistics", "GuardedAdapter", "repair_segments"]
+__all__ = [
+    "FrameGuard",
+    "FrameGuardStatistics",
+    "GuardedAdapter",
+    "HeldFrame",
+    "frame_received_at",
+    "repair_segments",
+]
 
 log = structlog.get_logger("greywind.onebot")
 
@@ -75,6 +86,12 @@ MAX_NESTING = 64
 YIELD_GAP = 0.01
 # Under a flood the backlog drops frames by the thousand: one summary line at most this often.
 DROP_LOG_INTERVAL = 10.0
+
+# When the frame being handled was read off the socket. :meth:`FrameGuard.receive` sets it in the
+# adapter's receive loop just before the loop spawns the frame's handler task, and a task starts with
+# a copy of its creator's context: each handler sees its own frame's time. None outside a guarded
+# connection's handlers (the edge then dates by its clock).
+frame_received_at: ContextVar[float | None] = ContextVar("frame_received_at", default=None)
 
 
 def repair_segments(event: object) -> bool:
@@ -158,12 +175,28 @@ class _DropReport:
         self._logged_at = time.monotonic() if now is None else now
 
 
+class HeldFrame:
+    """An event frame waiting in a lane: its raw data and when the reader took it off the socket.
+    Its length is the data's (what the backlog's byte cap counts)."""
+
+    __slots__ = ("data", "received_at")
+
+    def __init__(self, data: str | bytes, received_at: float) -> None:
+        self.data = data
+        self.received_at = received_at
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
 class FrameGuard:
     """Wraps the driver's WebSocket for the adapter's receive loop; everything else passes through."""
 
     # Called with every event frame the moment it is read (parsed, and as received): the edge's
     # inbound journal. It must not raise.
     on_event_frame: ClassVar[Callable[[Any, str | bytes], None] | None] = None
+    # What frames are stamped with on arrival: the edge's clock, once it has started.
+    clock: ClassVar[Callable[[], float]] = time.time
 
     def __init__(
         self,
@@ -187,8 +220,8 @@ class FrameGuard:
         self.lanes = lanes or LaneRules()
         self._addressed = addressed
         self._chatter_at = 0.0  # when chatter was last handed out
-        self._held = ChatterFrames()  # chatter, in order
-        self._urgent = FairFrames()  # the priority lane
+        self._held: ChatterFrames[HeldFrame] = ChatterFrames()  # chatter, in order
+        self._urgent: FairFrames[HeldFrame] = FairFrames()  # the priority lane
         self._reader: asyncio.Task[None] | None = None
         self._closed: Exception | None = None
         self._arrived = asyncio.Event()
@@ -203,14 +236,15 @@ class FrameGuard:
         if self._reader is None:
             self._reader = asyncio.create_task(self._read(), name="onebot-frame-reader")
         while True:
-            frame = self._next_frame()
-            if frame is not None:
+            held = self._next_frame()
+            if held is not None:
                 if self._held or self._urgent:
                     # Draining a backlog: let the tasks just spawned (and the reader) run in between.
                     await asyncio.sleep(0)
                 else:
                     self._drops.flush(self._counters)  # the flood is over: what it cost, now
-                return frame
+                frame_received_at.set(held.received_at)  # for the task the loop spawns next
+                return held.data
             if self._closed is not None and not self._held and not self._urgent:
                 raise self._closed
             self._arrived.clear()
@@ -218,13 +252,13 @@ class FrameGuard:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._arrived.wait(), wait)
 
-    def _next_frame(self) -> str | bytes | None:
+    def _next_frame(self) -> HeldFrame | None:
         busy = len(self._in_flight)
         if self._urgent and busy < self._max_in_flight_priority:
-            frame = self._urgent.pop()
+            held = self._urgent.pop()
             if stages.ENABLED:
-                stages.stamp(json.loads(frame).get("message_id"), "guard.out")
-            return frame
+                stages.stamp(json.loads(held.data).get("message_id"), "guard.out")
+            return held
         if self._held and busy < self._max_in_flight:
             if self._addressed is not None and self._addressed.pending():
                 now = time.monotonic()
@@ -239,6 +273,7 @@ class FrameGuard:
         try:
             while True:
                 data = await self._ws.receive()
+                received_at = FrameGuard.clock()
                 counters.frames += 1
                 try:
                     parsed = json.loads(data)
@@ -259,7 +294,7 @@ class FrameGuard:
                     counters.repaired += 1
                     log.warning("onebot_segments_repaired", message_id=parsed.get("message_id"))
                     data = json.dumps(parsed, ensure_ascii=False)
-                self._hold(data, parsed)
+                self._hold(HeldFrame(data, received_at), parsed)
         except Exception as exc:  # the peer closed, or the socket broke
             self._closed = exc if isinstance(exc, WebSocketClosed) else WebSocketClosed(1006, repr(exc))
         finally:
@@ -271,7 +306,7 @@ class FrameGuard:
         self._counters.not_json += 1
         log.warning("onebot_frame_not_json", reason=reason, chars=len(data), head=str(data[:80]))
 
-    def _hold(self, frame: str | bytes, event: object) -> None:
+    def _hold(self, frame: HeldFrame, event: object) -> None:
         """Queue one event frame in its lane; past the byte cap, drop chatter first."""
         counters = self._counters
         chat = chat_key(event) if isinstance(event, dict) else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ def build_edge(
     *,
     env: dict[str, str] | None = None,
     factory: Callable[[EdgeContext], RuntimeGateway] = RecordingGateway,
+    clock: Callable[[], float] = time.time,
     **bot: Any,
 ) -> Edge:
     config = parse_config({"bot": bot, "outbound": {"max_per_minute": 600, "burst": 50}})
@@ -73,6 +75,7 @@ def build_edge(
         superusers=[str(ADMIN), "onebot:777"],
         env=MODEL_ENV if env is None else env,
         factory=factory,
+        clock=clock,
     )
 
 

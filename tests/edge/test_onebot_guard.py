@@ -11,7 +11,13 @@ import pytest
 from nonebot.exception import WebSocketClosed
 
 from plugins.greywind.frame_lanes import is_priority
-from plugins.greywind.onebot_guard import YIELD_GAP, FrameGuard, GuardedAdapter, repair_segments
+from plugins.greywind.onebot_guard import (
+    YIELD_GAP,
+    FrameGuard,
+    GuardedAdapter,
+    frame_received_at,
+    repair_segments,
+)
 from runtime.urgency import AddressedWork, addressed
 from tests.support import onebot_events as ob
 
@@ -280,3 +286,30 @@ def test_a_persona_reload_renames_the_priority_lane() -> None:
         assert GuardedAdapter.lanes.command_prefix == before.command_prefix
     finally:
         GuardedAdapter.lanes = before
+
+
+@pytest.mark.anyio
+async def test_each_frame_handed_out_carries_the_time_it_was_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The @ overtakes the chatter of other chats and pulls its own chat's ahead of it; every frame
+    keeps its own arrival time, for the task the adapter's loop spawns right after receive()."""
+    now = [100.0]
+    monkeypatch.setattr(FrameGuard, "clock", lambda: now[0])
+    ws = FakeSocket()
+    in_flight: set[Any] = {object(), object()}  # busy: everything waits
+    guard = make(ws, in_flight, [], limit=2)
+
+    async def take() -> tuple[int, float | None]:
+        frame = await guard.receive()
+        return json.loads(frame)["message_id"], frame_received_at.get()
+
+    first = asyncio.create_task(take())  # the adapter's loop waits on the guard from the start
+    for frame in (event(1), at_event(2, group=9), event(3), at_event(4, group=2)):
+        ws.feed(frame)
+        await asyncio.sleep(0.01)
+        now[0] += 10.0
+    in_flight.clear()
+    seen = [await first, *[await take() for _ in range(3)]]
+    # Group 2's @ (4) goes first with group 2's chatter (1, 3) ahead of it, round-robin with group 9's.
+    assert sorted(seen) == [(1, 100.0), (2, 110.0), (3, 120.0), (4, 130.0)]
+    assert [n for n, _ in seen] != [1, 2, 3, 4], "handed out in another order than read"
+    await guard.aclose()

@@ -3,17 +3,23 @@ dispatch, as ``bot.py`` serves them, to the edge and to every other plugin's mat
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
+import anyio
 import nonebot
 import pytest
 from nonebot.adapters.onebot.v11 import Adapter, Bot, Event, GroupMessageEvent
+from nonebot.exception import WebSocketClosed
 from nonebot.matcher import Matcher
 
 import plugins.greywind as plugin
 from plugins.greywind.edge import Edge
+from plugins.greywind.onebot_guard import GuardedAdapter
 from tests.edge.helpers import GROUP, SELF_ID, parse
 from tests.edge.test_edge import RecordingGateway, build_edge
 from tests.support import onebot_events as ob
@@ -129,3 +135,79 @@ async def test_chatter_is_heard_without_formatting_the_whole_event(
     await edge.dispatcher.wait_idle()
     assert len(gateway.messages) == 20
     assert _CountedRepr.reprs == 0
+
+
+class _Socket:
+    """A reverse WebSocket as the adapter's loop sees it: frames the test feeds, a close to end it."""
+
+    def __init__(self) -> None:
+        self.request = SimpleNamespace(headers={"x-self-id": str(SELF_ID)})
+        self.frames: asyncio.Queue[str | None] = asyncio.Queue()
+
+    async def accept(self) -> None:
+        pass
+
+    async def close(self, *_: object) -> None:
+        pass
+
+    async def receive(self) -> str:
+        frame = await self.frames.get()
+        if frame is None:
+            raise WebSocketClosed(1000)
+        return frame
+
+
+@pytest.mark.anyio
+async def test_a_backlog_worked_off_at_once_keeps_the_pace_its_messages_came_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While every handler is busy, messages wait as frames; handled together later, each is still
+    dated when it arrived. Dated when handled, three messages a minute apart would reach attention
+    as a burst within a second: a lively chat it never was."""
+    now = [1_000.0]
+    edge = build_edge(tmp_path, clock=lambda: now[0])
+    adapter = GuardedAdapter(nonebot.get_driver())
+    # The adapter's own receive loop runs; only the driver's connect hooks, which need a server's
+    # lifespan, are left out.
+    monkeypatch.setattr(adapter, "bot_connect", lambda bot: None)
+    monkeypatch.setattr(adapter, "bot_disconnect", lambda bot: None)
+    busy = object()  # stands for a handler that has not finished
+    adapter.tasks.add(busy)  # type: ignore[arg-type]
+    limit = GuardedAdapter.max_events_in_flight
+    GuardedAdapter.max_events_in_flight = 1
+    socket = _Socket()
+    await edge.start()
+    plugin._edge = edge
+    gateway = edge.gateway
+    assert isinstance(gateway, RecordingGateway)
+    try:
+        loop = asyncio.create_task(adapter._handle_ws(socket))
+        for n in range(3):
+            socket.frames.put_nowait(json.dumps({**said(f"第{n}句"), "message_id": 70 + n}))
+            await asyncio.sleep(0.05)  # the guard reads it (and holds it: the one handler is busy)
+            now[0] += 60.0
+        assert gateway.messages == []
+        adapter.tasks.discard(busy)  # type: ignore[arg-type]
+        with anyio.fail_after(5):
+            while len(gateway.messages) < 3:
+                await edge.dispatcher.wait_idle()
+                await asyncio.sleep(0.01)
+        assert [(m.text, m.time) for m in gateway.messages] == [
+            ("第0句", 1_000.0),
+            ("第1句", 1_060.0),
+            ("第2句", 1_120.0),
+        ]
+        # A message handed to the edge outside a guarded connection is dated when it is handled.
+        await bot_of(adapter).handle_event(parse({**said("直接"), "message_id": 99}))
+        await edge.dispatcher.wait_idle()
+        assert gateway.messages[-1].time == now[0] == 1_180.0
+        socket.frames.put_nowait(None)
+        await asyncio.wait_for(loop, 5)
+    finally:
+        GuardedAdapter.max_events_in_flight = limit
+        plugin._edge = None
+        await edge.stop()
+
+
+def bot_of(adapter: GuardedAdapter) -> Bot:
+    return Bot(adapter, str(SELF_ID))
