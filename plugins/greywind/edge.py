@@ -189,6 +189,7 @@ class Edge:
             model_configured=self.model_configured,
             superusers=self.superusers,
             clock=clock,
+            heard_until=GuardedAdapter.oldest_waiting,
             edge_status=self.status_text,
             edge_summary=self.summary_text,
             rename=self.rename,

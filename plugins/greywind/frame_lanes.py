@@ -20,7 +20,7 @@ arrives, the chatter its chat has waiting moves into the priority lane ahead of 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sized
+from collections.abc import Iterator, Mapping, Sized
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -136,6 +136,10 @@ class _FramesByChat(Generic[F]):
 
     def __len__(self) -> int:
         return self.count
+
+    def heads(self) -> Iterator[F]:
+        """Each waiting chat's oldest frame (a chat's frames wait in the order they came)."""
+        return (queue[0] for queue in self._chats.values())
 
     def _append(self, chat: str, frame: F) -> bool:
         """Queue ``frame`` behind its chat's; True when the chat had nothing waiting."""

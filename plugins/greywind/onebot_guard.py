@@ -25,7 +25,9 @@ and its coroutine, and memory grows without bound; a single garbled frame cuts t
   stays bounded.
 * Each frame is stamped with the time the reader took it off the socket, and handed to the adapter's
   loop with that time in :data:`frame_received_at`; the edge dates the message by it, so a backlog
-  worked off in a burst keeps the pace the chat had (it does not look like a lively chat).
+  worked off in a burst keeps the pace the chat had (it does not look like a lively chat). The
+  oldest waiting frame's time (:meth:`GuardedAdapter.oldest_waiting`) tells the runtime how far it
+  has heard: activations fall due by it, not by the clock (see ``EdgeContext.heard_until``).
 * While addressed work is on its way to the model (:mod:`runtime.urgency`: a forced episode building
   its context, a dozen store calls), chatter reaches NoneBot at most once per :data:`YIELD_GAP`: the
   process, the store and the GIL are the @'s, and the chatter backlog still moves.
@@ -339,6 +341,12 @@ class FrameGuard:
     def backlog(self) -> int:
         return len(self._held) + len(self._urgent)
 
+    def oldest_waiting(self) -> float | None:
+        """When the oldest frame still waiting here was read (None: none waits). A look at each
+        waiting chat's first frame: for the activation loop's few checks a second while behind."""
+        times = [held.received_at for lane in (self._held, self._urgent) for held in lane.heads()]
+        return min(times) if times else None
+
     @property
     def backlog_priority(self) -> int:
         return len(self._urgent)
@@ -430,6 +438,12 @@ class GuardedAdapter(Adapter):
         cls.lanes = replace(cls.lanes, names=names)
         for guard in cls._guards:
             guard.lanes = cls.lanes
+
+    @classmethod
+    def oldest_waiting(cls) -> float | None:
+        """When the oldest event frame still waiting on any connection was read (None: none waits)."""
+        times = [at for guard in cls._guards if (at := guard.oldest_waiting()) is not None]
+        return min(times) if times else None
 
     @classmethod
     def statistics(cls) -> FrameGuardStatistics:

@@ -143,6 +143,7 @@ async def running(
     shadow: bool = False,
     model: bool = True,
     rename: Callable[[tuple[str, ...]], None] | None = None,
+    heard_until: Callable[[], float | None] | None = None,
 ) -> AsyncIterator[Harness]:
     clock = clock or FakeClock()
     outbound = outbound or FakeOutbound()
@@ -160,6 +161,8 @@ async def running(
     )
     if rename is not None:
         edge = replace(edge, rename=rename)
+    if heard_until is not None:
+        edge = replace(edge, heard_until=heard_until)
     runtime = Runtime(edge)
     async with anyio.create_task_group() as tg:
         await runtime.start(tg)

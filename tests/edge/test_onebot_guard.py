@@ -313,3 +313,28 @@ async def test_each_frame_handed_out_carries_the_time_it_was_read(monkeypatch: p
     assert sorted(seen) == [(1, 100.0), (2, 110.0), (3, 120.0), (4, 130.0)]
     assert [n for n, _ in seen] != [1, 2, 3, 4], "handed out in another order than read"
     await guard.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_oldest_waiting_frame_says_how_far_the_bot_has_heard(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(FrameGuard, "clock", lambda: now[0])
+    ws = FakeSocket()
+    in_flight: set[Any] = {object(), object(), object(), object()}  # busy: everything waits
+    guard = make(ws, in_flight, [], limit=2)
+    pending = asyncio.create_task(guard.receive())
+    assert guard.oldest_waiting() is None
+    for frame in (at_event(1, group=9), event(2), event(3)):
+        ws.feed(frame)
+        await asyncio.sleep(0.01)
+        now[0] += 10.0
+    assert guard.oldest_waiting() == 100.0  # the @ waits too (the priority lane is full as well)
+    in_flight.clear()
+    assert json.loads(await pending)["message_id"] == 1
+    assert guard.oldest_waiting() == 110.0
+    await guard.receive()
+    await guard.receive()
+    assert guard.oldest_waiting() is None
+    await guard.aclose()

@@ -187,6 +187,8 @@ async def test_a_backlog_worked_off_at_once_keeps_the_pace_its_messages_came_at(
             await asyncio.sleep(0.05)  # the guard reads it (and holds it: the one handler is busy)
             now[0] += 60.0
         assert gateway.messages == []
+        # The runtime hears how far it has heard: activations fall due by it, not by the clock.
+        assert edge.context.heard_until() == 1_000.0
         adapter.tasks.discard(busy)  # type: ignore[arg-type]
         with anyio.fail_after(5):
             while len(gateway.messages) < 3:
@@ -197,6 +199,7 @@ async def test_a_backlog_worked_off_at_once_keeps_the_pace_its_messages_came_at(
             ("第1句", 1_060.0),
             ("第2句", 1_120.0),
         ]
+        assert edge.context.heard_until() is None, "nothing waits"
         # A message handed to the edge outside a guarded connection is dated when it is handled.
         await bot_of(adapter).handle_event(parse({**said("直接"), "message_id": 99}))
         await edge.dispatcher.wait_idle()
