@@ -45,6 +45,7 @@ from plugins.greywind.gateway import (
     control_of,
     current_factory,
 )
+from plugins.greywind.heard import HeardClock
 from plugins.greywind.journal import JOURNAL_DIR, InboundJournal, JournalKey, JournalStatistics
 from plugins.greywind.journal_replay import JournalReplay, event_key
 from plugins.greywind.looplag import (
@@ -142,6 +143,8 @@ class Edge:
     ) -> None:
         self.config = config
         self.clock = clock
+        # The runtime's clock: how far the bot has heard (held back while frames wait).
+        self.heard = HeardClock(clock, GuardedAdapter.oldest_waiting)
         self._frames = frames
         self._frames_renamed = frames_renamed
         self._stop_grace = stop_grace
@@ -188,8 +191,7 @@ class Edge:
             shadow_mode=self.shadow_mode,
             model_configured=self.model_configured,
             superusers=self.superusers,
-            clock=clock,
-            heard_until=GuardedAdapter.oldest_waiting,
+            clock=self.heard,
             edge_status=self.status_text,
             edge_summary=self.summary_text,
             rename=self.rename,

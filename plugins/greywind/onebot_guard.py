@@ -26,8 +26,8 @@ and its coroutine, and memory grows without bound; a single garbled frame cuts t
 * Each frame is stamped with the time the reader took it off the socket, and handed to the adapter's
   loop with that time in :data:`frame_received_at`; the edge dates the message by it, so a backlog
   worked off in a burst keeps the pace the chat had (it does not look like a lively chat). The
-  oldest waiting frame's time (:meth:`GuardedAdapter.oldest_waiting`) tells the runtime how far it
-  has heard: activations fall due by it, not by the clock (see ``EdgeContext.heard_until``).
+  oldest waiting frame's time (:meth:`GuardedAdapter.oldest_waiting`) is how far the bot has heard:
+  the runtime's clock (:mod:`plugins.greywind.heard`).
 * While addressed work is on its way to the model (:mod:`runtime.urgency`: a forced episode building
   its context, a dozen store calls), chatter reaches NoneBot at most once per :data:`YIELD_GAP`: the
   process, the store and the GIL are the @'s, and the chatter backlog still moves.

@@ -326,15 +326,7 @@ async def _compose(
     driver = _driver(core, storage, edge, alarm, background, lifetime, mcp)
     app = core.config.runtime
     slots = EpisodeSlots(app.max_concurrent_episodes, app.forced_episode_reserve)
-    loop = ActivationLoop(
-        core.kernel,
-        alarm,
-        driver,
-        slots,
-        clock=core.clock,
-        heard_until=edge.heard_until,
-        addressed_work=edge.addressed,
-    )
+    loop = ActivationLoop(core.kernel, alarm, driver, slots, clock=core.clock, addressed_work=edge.addressed)
     control = _control(core, storage, edge, persistence, loop, driver, mcp)
     core.scope.add(edge.outbound.on_sent(on_sent))
     extensions, _ = await load_extensions(

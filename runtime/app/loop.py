@@ -3,11 +3,7 @@
 :meth:`ActivationLoop.wait_next_due` sleeps on the bot's one :class:`~runtime.app.alarm.Alarm` (the
 scheduler's ``next_at()``, or earlier when poked). No busy loop, no sleeping task per activation.
 Then ``kernel.due(now)``: ready activations become episodes; the rest (expired, superseded, dropped by
-the budget) are settled by the driver. Messages are dated when they reached the edge, so while some
-still wait there (a backlog), activations fall due by the oldest one's arrival
-(``EdgeContext.heard_until``, at most :data:`HEARD_LAG_MAX` behind the clock), not by the clock: a
-message's activation does not fall due before the messages said after it, which may supersede it,
-have reached the kernel.
+the budget) are settled by the driver.
 
 Episodes run in the lifespan's task group, one at a time per chat (a per-chat lock, so a forced reply
 waits for the episode already speaking there rather than talking over it), each in a slot
@@ -44,7 +40,7 @@ from runtime.kernel.kernel import Kernel
 from runtime.kernel.outcomes import Activation
 from runtime.urgency import AddressedWork, addressed, before_the_model
 
-__all__ = ["HEARD_LAG_MAX", "MAX_SLEEP", "STALL_RETRY", "ActivationLoop", "EpisodeRunner", "LoopStatistics"]
+__all__ = ["MAX_SLEEP", "STALL_RETRY", "ActivationLoop", "EpisodeRunner", "LoopStatistics"]
 
 log = structlog.get_logger("greywind.loop")
 # The activations an unprompted episode runs for that give way to a forced one before the model call.
@@ -53,10 +49,6 @@ GIVES_WAY = frozenset({"message"})
 # reserved slots (runtime.app.slots). Chats remembered for that, at most.
 FRESH_AFTER = 60.0
 RECENT_CHATS_KEPT = 4_096
-# While messages wait at the edge, activations fall due by the oldest one's arrival, but at most this
-# many seconds behind the clock: a backlog that never drains (chatter held behind a flood of @s) does
-# not hold every chat's activations for good.
-HEARD_LAG_MAX = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +80,11 @@ class ActivationLoop:
         *,
         clock: Callable[[], float],
         addressed_work: AddressedWork,
-        heard_until: Callable[[], float | None] = lambda: None,
     ) -> None:
         self._kernel = kernel
         self._alarm = alarm
         self._runner = runner
         self._clock = clock
-        self._heard_until = heard_until
         self._addressed = addressed_work
         self.slots = slots
         self._chat_locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
@@ -155,8 +145,6 @@ class ActivationLoop:
                     break
                 ready = self.run_due()
                 next_at = self._kernel.scheduler.next_at()
-                # Due by the clock but none ready: held by a running episode, or by messages still
-                # waiting at the edge. Looked at again after STALL_RETRY, or when woken.
                 self._stalled = not ready and next_at is not None and next_at <= self._clock()
             except Exception:
                 # A bug in one batch must not stop every later activation; pause so it cannot spin.
@@ -164,14 +152,9 @@ class ActivationLoop:
                 await anyio.sleep(1.0)
 
     def run_due(self) -> int:
-        """Hand out every activation due by now, or, while messages wait at the edge, by the arrival
-        of the oldest of them (``heard_until``); how many were ready."""
-        now = self._clock()
-        heard = self._heard_until()
-        if heard is not None and heard < now - HEARD_LAG_MAX:
-            heard = now - HEARD_LAG_MAX
+        """Hand out every activation due now; how many were ready."""
         ready = 0
-        for activation in self._kernel.due(now, heard=heard):
+        for activation in self._kernel.due(self._clock()):
             self._activations += 1
             if activation.ready:
                 ready += 1

@@ -427,18 +427,14 @@ class Kernel:
 
     # -- activations -----------------------------------------------------------------------------
 
-    def due(self, now: float, limit: int | None = None, *, heard: float | None = None) -> list[Activation]:
+    def due(self, now: float, limit: int | None = None) -> list[Activation]:
         """Expired and superseded reports, budget drops, then the activations ready to deliberate.
 
         ``limit`` bounds how many activations are taken from the scheduler; reports are always
-        included. ``heard``: how far the kernel has heard, when messages dated earlier than ``now``
-        still wait to be ingested (a backlog at the edge). Activations fall due and expire by it,
-        since their times are their messages' plus a delay; budgets and running deliberations are
-        judged at ``now``.
+        included.
         """
         out: list[Activation] = []
-        until = now if heard is None or heard > now else heard
-        for event in self.scheduler.expire(until):
+        for event in self.scheduler.expire(now):
             self._supersession.release(event)
             out.append(Activation(event, ActivationOutcome.EXPIRED, "deadline passed"))
         out.extend(self._supersession.drain())
@@ -448,7 +444,7 @@ class Kernel:
         deliberating = {chat for chat, began in self._deliberating.values() if began >= stale_before}
         voiced: set[str] = set()  # chats given a ready activation in this batch
         s = self.settings
-        for event in self.scheduler.due(until, limit):
+        for event in self.scheduler.due(now, limit):
             self._supersession.release(event)
             forced = event.payload.get("forced") is True
             chat_id = event.chat_id
@@ -464,9 +460,7 @@ class Kernel:
                 continue
             retry = verdict.retry_by(event.deadline)
             if retry is not None:
-                # Back to scheduled with the new time in one move (eligible -> scheduled is legal):
-                # as long after what has been heard as the budget asks after now.
-                retry -= now - until
+                # Back to scheduled with the new time in one move (eligible -> scheduled is legal).
                 waiting = self.events.transition(event.id, EventState.SCHEDULED, now, not_before=retry)
                 self._supersession.hold(self.scheduler.schedule_event(waiting, now))
                 self._rescheduled += 1

@@ -48,11 +48,6 @@ class EdgeContext:
     model_configured: bool
     superusers: frozenset[str]
     clock: Callable[[], float] = time.time
-    # How far the runtime has heard: when the oldest message still waiting at the edge arrived, or
-    # None when none waits. Messages are dated when they arrived, so under a backlog an activation
-    # (a message's time + its delay) falls due by this, not by the clock: not before the messages
-    # said meanwhile, which may supersede it, have reached the kernel.
-    heard_until: Callable[[], float | None] = field(default=lambda: None)
     # The edge's own statistics (dispatcher, outbound, gates) for the admin ``status``.
     edge_status: Callable[[], str] = field(default=lambda: "")
     # The short form of it (accounts, groups, closed chats) for the whole-bot ``status``.

@@ -143,7 +143,6 @@ async def running(
     shadow: bool = False,
     model: bool = True,
     rename: Callable[[tuple[str, ...]], None] | None = None,
-    heard_until: Callable[[], float | None] | None = None,
 ) -> AsyncIterator[Harness]:
     clock = clock or FakeClock()
     outbound = outbound or FakeOutbound()
@@ -161,8 +160,6 @@ async def running(
     )
     if rename is not None:
         edge = replace(edge, rename=rename)
-    if heard_until is not None:
-        edge = replace(edge, heard_until=heard_until)
     runtime = Runtime(edge)
     async with anyio.create_task_group() as tg:
         await runtime.start(tg)

@@ -8,7 +8,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.app.loop import HEARD_LAG_MAX
 from tests.app.conftest import FakeClock, make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -64,43 +63,3 @@ async def test_activations_held_back_by_a_running_episode_do_not_spin_the_loop(
         # The others waited for the running episode instead of being re-examined in a tight loop.
         assert rt.loop.statistics().wakeups - before < 60
         assert "灰风在线" in await rt.control.status(None)
-
-
-async def test_an_activation_waits_for_the_messages_still_waiting_at_the_edge(data_dir: Path) -> None:
-    """Messages are dated when they reached the edge. While some still wait there (the bot behind a
-    flood), an activation due by the clock waits until they have reached the kernel: those said after
-    it may supersede it. A backlog that never drains holds it at most HEARD_LAG_MAX."""
-    waiting: list[float | None] = [None]
-    async with running(
-        make_config(None), data_dir, clock=WallClock(), model=False, heard_until=lambda: waiting[0]
-    ) as h:
-        rt = h.runtime
-        now = time.time()
-        waiting[0] = now - 5.0  # a message that arrived 5 s ago has not reached the runtime yet
-
-        def remind(text: str, at: float) -> None:
-            rt.kernel.schedule_activation(
-                "reminder",
-                "group:500",
-                now=now,
-                not_before=at,
-                deadline=now + 600,
-                payload={"text": text, "forced": True},
-            )
-
-        remind("到点了", now + 0.2)
-        rt.loop.poke()
-        await anyio.sleep(1.0)
-        assert h.outbound.sent == [], "due by the clock, but not by what the runtime has heard"
-        waiting[0] = time.time()  # the backlog drained up to now
-        with anyio.fail_after(5):
-            while not h.outbound.sent:  # noqa: ASYNC110 - the fake edge is a plain list
-                await anyio.sleep(0.05)
-        assert h.outbound.texts() == ["提醒：到点了"]
-        waiting[0] = time.time() - 10 * HEARD_LAG_MAX  # stuck far behind
-        remind("还是到点了", time.time() - HEARD_LAG_MAX + 0.5)
-        rt.loop.poke()
-        with anyio.fail_after(5):
-            while len(h.outbound.sent) < 2:  # noqa: ASYNC110 - the fake edge is a plain list
-                await anyio.sleep(0.05)
-        assert h.outbound.texts()[-1] == "提醒：还是到点了"

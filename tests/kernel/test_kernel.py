@@ -125,26 +125,6 @@ def test_high_attention_is_scheduled_after_the_delay_and_comes_due() -> None:
     assert activation.event.state is EventState.ELIGIBLE
 
 
-def test_behind_a_backlog_an_activation_falls_due_by_what_has_been_heard() -> None:
-    """Messages are dated when they arrived. At 130 the kernel has heard only up to 101 (the rest
-    still waits at the edge): the activation due at 102 waits, since what was said after it may
-    supersede it; then it does, judged by the budget at the clock's time."""
-    kernel = make(budget=BudgetPolicy(min_interval=10.0, max_per_window=5, window=600.0))
-    result = kernel.ingest(msg("灰风觉得猫粮哪个牌子好？", 100.0))
-    assert result.activate_at == 102.0
-    assert kernel.due(130.0, heard=101.0) == []
-    later = kernel.ingest(msg("灰风你说呢，猫粮选哪个？", 101.5, sender="bob"))
-    assert later.superseded == (result.event.id,), "heard in time to replace the first"
-    kernel.record_speech("group:1", 125.0)  # the bot spoke (by the clock) 5 s ago
-    reports = kernel.due(130.0, heard=103.6)  # ready by what was heard, but 10 s of budget apart
-    assert [(a.event.id, a.outcome) for a in reports] == [(result.event.id, ActivationOutcome.SUPERSEDED)]
-    # The budget's 5 s more are counted from what has been heard: due at 108.6 heard, not 135.
-    assert kernel.due(130.0, heard=108.5) == []
-    (activation,) = kernel.due(135.0, heard=108.6)
-    assert activation.event.id == later.event.id
-    assert activation.ready
-
-
 def test_medium_attention_waits_longer() -> None:
     kernel = make()
     result = kernel.ingest(msg("猫粮是不是涨价了？", 100.0))

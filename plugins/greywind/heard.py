@@ -1,0 +1,61 @@
+"""The runtime's clock: how far the bot has heard.
+
+The edge dates a message when its frame was read off the socket (:mod:`plugins.greywind.onebot_guard`),
+so a backlog worked off late keeps the pace it was said at. The runtime must then live on the same
+time line: while frames still wait to be handled, its present is the arrival of the oldest waiting
+one, not the clock. Otherwise everything it times from a message (an activation's delay, a
+deadline) would have run out before the messages said after it, which may supersede it, are heard;
+and the bot's own speeches, stamped by the clock, would lie in the future of the messages heard
+after them.
+
+:class:`HeardClock` is that present: the clock when nothing waits, else the oldest waiting frame's
+arrival, at most :data:`HEARD_LAG_MAX` behind the clock (a backlog that never drains, chatter held
+behind a flood of @s, does not stop the runtime's time), and never going backwards. It looks at the
+waiting frames at most every :data:`RECHECK` seconds: the runtime reads its clock several times a
+message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+__all__ = ["HEARD_LAG_MAX", "RECHECK", "HeardClock"]
+
+HEARD_LAG_MAX = 60.0
+RECHECK = 0.05
+
+
+class HeardClock:
+    """``clock`` held back to ``oldest_waiting()`` (when the oldest waiting frame arrived, or None)."""
+
+    __slots__ = ("_checked", "_clock", "_last", "_monotonic", "_oldest_waiting", "_waiting")
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        oldest_waiting: Callable[[], float | None],
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._clock = clock
+        self._oldest_waiting = oldest_waiting
+        self._monotonic = monotonic
+        self._checked = float("-inf")
+        self._waiting: float | None = None
+        self._last = float("-inf")
+
+    def __call__(self) -> float:
+        now = self._clock()
+        tick = self._monotonic()
+        if tick - self._checked >= RECHECK:
+            self._checked = tick
+            self._waiting = self._oldest_waiting()
+        waiting = self._waiting
+        heard = now
+        if waiting is not None and waiting < now:
+            heard = waiting if waiting > now - HEARD_LAG_MAX else now - HEARD_LAG_MAX
+        if heard < self._last:
+            return self._last
+        self._last = heard
+        return heard
