@@ -322,7 +322,9 @@ class Runtime:
             account=key.account,
             sender_id=SELF_SENDER,
             sender_name=core.persona.name,
-            time=record.time,
+            # On the runtime's time line (the edge's clock may hold it back while messages wait
+            # there): not later than the messages heard after it.
+            time=min(record.time, core.clock()),
             text=record.text,
             reply_to=record.reply_to,
             from_self=True,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.app.runtime import SELF_SENDER
 from tests.app.conftest import make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -140,3 +141,21 @@ async def test_a_long_conversation_still_fits_a_small_model_window(
         await h.say("灰风 帮我总结一下上面说的", addressed=True, reply_to=previous)
         await h.settle()
         assert h.outbound.texts() == ["看完了"]  # not the graceful message: the request fit the window
+
+
+async def test_behind_a_backlog_the_bots_reply_is_dated_on_the_runtimes_time_line(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    """While messages wait at the edge, the runtime's clock is how far the bot has heard, behind the
+    edge's own. The bot's reply is dated by the runtime's: the messages heard after it, said before
+    it was sent, stay before it (dated by the edge's clock it would sit in their future, and every
+    one of them would read as said right after the bot spoke)."""
+    openai_server.push(reply("在的"))
+    async with running(make_config(openai_server), data_dir) as h:
+        h.outbound.clock = lambda: h.clock.now + 30.0  # the edge's clock: 30 s ahead of what was heard
+        await h.say("灰风 在吗", addressed=True)
+        await h.settle()
+        assert h.outbound.sent[0].time == h.clock.now + 30.0
+        await h.runtime.writer.flush()
+        stored = await h.runtime.store.recent_messages("group:500", limit=5)
+        assert [(m.text, m.time) for m in stored if m.sender_id == SELF_SENDER] == [("在的", h.clock.now)]
