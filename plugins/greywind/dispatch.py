@@ -12,6 +12,9 @@ connection) instead of dropping the message or growing without bound. A priority
 it is queued past the bound (the frame guard bounds how many there can be). A job that raises is
 logged with its chat and counted; the worker goes on with the next one.
 
+A job may say since when it has waited (``since``: its message's arrival); :meth:`Dispatcher.oldest_since`
+is the earliest of the queued ones, part of how far the bot has heard (:mod:`plugins.greywind.heard`).
+
 ``close()`` stops taking jobs and lets the workers finish what is queued; the lifespan cancels the
 task group after a grace period if they do not.
 """
@@ -58,12 +61,12 @@ class DispatcherStatistics:
 
 
 class _Chat:
-    """One chat's queue: (job, queued at, priority) in arrival order."""
+    """One chat's queue: (job, queued at, priority, since) in arrival order."""
 
     __slots__ = ("jobs", "priority", "room", "running")
 
     def __init__(self) -> None:
-        self.jobs: deque[tuple[Job, float, bool]] = deque()
+        self.jobs: deque[tuple[Job, float, bool, float | None]] = deque()
         self.priority = 0  # priority jobs among ``jobs``
         self.running = False
         self.room: anyio.Event | None = None  # made when a submitter waits for room; set when a job leaves
@@ -114,9 +117,9 @@ class Dispatcher:
         if self._closed or not self._started:
             raise DispatcherClosedError("the dispatcher is closed" if self._closed else "not started")
 
-    async def submit(self, key: str, job: Job, *, priority: bool = False) -> None:
+    async def submit(self, key: str, job: Job, *, priority: bool = False, since: float | None = None) -> None:
         """Queue ``job`` behind earlier jobs with the same ``key``; waits while that queue is full
-        (a ``priority`` job never waits)."""
+        (a ``priority`` job never waits). ``since``: when what it handles arrived, if it says."""
         self._check_open()
         chat = self._chats.get(key)
         while not priority and chat is not None and len(chat.jobs) >= self._queue_size:
@@ -125,7 +128,7 @@ class Dispatcher:
             await chat.room.wait()
             self._check_open()
             chat = self._chats.get(key)
-        self._enqueue(key, job, priority)
+        self._enqueue(key, job, priority, since)
 
     def submit_nowait(self, key: str, job: Job, *, priority: bool = False) -> None:
         """Queue ``job`` if its queue has room; ``anyio.WouldBlock`` when it is full."""
@@ -133,13 +136,13 @@ class Dispatcher:
         chat = self._chats.get(key)
         if not priority and chat is not None and len(chat.jobs) >= self._queue_size:
             raise anyio.WouldBlock
-        self._enqueue(key, job, priority)
+        self._enqueue(key, job, priority, None)
 
-    def _enqueue(self, key: str, job: Job, priority: bool) -> None:
+    def _enqueue(self, key: str, job: Job, priority: bool, since: float | None) -> None:
         chat = self._chats.get(key)
         if chat is None:
             chat = self._chats[key] = _Chat()
-        chat.jobs.append((job, time.monotonic(), priority))
+        chat.jobs.append((job, time.monotonic(), priority, since))
         self._queued += 1
         self._submitted += 1
         self._max_queued = max(self._max_queued, len(chat.jobs))
@@ -181,7 +184,7 @@ class Dispatcher:
                         self._idle_workers.remove(wake)
                 continue
             key, chat = taken
-            job, queued_at, priority = chat.jobs.popleft()
+            job, queued_at, priority, _ = chat.jobs.popleft()
             self._queued -= 1
             waited = time.monotonic() - queued_at
             self._waits.append(waited)
@@ -216,6 +219,16 @@ class Dispatcher:
                 if self._done >= self._submitted and self._idle is not None:
                     self._idle.set()
                     self._idle = None
+
+    def oldest_since(self) -> float | None:
+        """The earliest ``since`` of the queued jobs (None: none queued says): each chat's first job
+        that says, the oldest of its queue. A look at every chat with jobs waiting."""
+        times = [
+            since
+            for chat in self._chats.values()
+            if (since := next((job[3] for job in chat.jobs if job[3] is not None), None)) is not None
+        ]
+        return min(times) if times else None
 
     async def wait_idle(self) -> None:
         """Return once every submitted job has finished."""

@@ -143,8 +143,8 @@ class Edge:
     ) -> None:
         self.config = config
         self.clock = clock
-        # The runtime's clock: how far the bot has heard (held back while frames wait).
-        self.heard = HeardClock(clock, GuardedAdapter.oldest_waiting)
+        # The runtime's clock: how far the bot has heard (held back while messages wait).
+        self.heard = HeardClock(clock, self._oldest_waiting)
         self._frames = frames
         self._frames_renamed = frames_renamed
         self._stop_grace = stop_grace
@@ -430,7 +430,7 @@ class Edge:
         if command is not None:
             self._commands += 1
             job = partial(self._run_command, command, message)
-            await self.submit_settled(message.chat_id, job, key, priority=True)
+            await self.submit_settled(message.chat_id, job, key, priority=True, since=message.time)
             return
         if not message.from_self:
             message = await self._quiet_words(message, inbound.body)
@@ -439,7 +439,7 @@ class Edge:
             self._log_addressed(message, inbound.how_addressed)
             stages.stamp(message.message_id, "edge.submit")
         job = partial(self.gateway.on_message, message)
-        await self.submit_settled(message.chat_id, job, key, priority=message.addressed)
+        await self.submit_settled(message.chat_id, job, key, priority=message.addressed, since=message.time)
 
     def _log_addressed(self, message: ChatMessage, how: str) -> None:
         log.info(
@@ -539,20 +539,29 @@ class Edge:
         log.info("notice", kind=type(notice).__name__, chat_id=notice.chat_id, account=self_id)
         await self._submit(notice.chat_id, partial(self.gateway.on_notice, notice))
 
-    async def _submit(self, chat_id: str, job: Job, *, priority: bool = False) -> None:
-        """Queue ``job`` on its chat's turn; ``priority`` (addressed, a command) goes first."""
+    async def _submit(
+        self, chat_id: str, job: Job, *, priority: bool = False, since: float | None = None
+    ) -> None:
+        """Queue ``job`` on its chat's turn; ``priority`` (addressed, a command) goes first; ``since``:
+        the message's date, for :meth:`_oldest_waiting`."""
         try:
-            await self.dispatcher.submit(chat_id, job, priority=priority)
+            await self.dispatcher.submit(chat_id, job, priority=priority, since=since)
         except DispatcherClosedError:
             self._dropped += 1
 
     async def submit_settled(
-        self, chat_id: str, job: Job, key: JournalKey | None, *, priority: bool = False
+        self,
+        chat_id: str,
+        job: Job,
+        key: JournalKey | None,
+        *,
+        priority: bool = False,
+        since: float | None = None,
     ) -> None:
         """Queue ``job``; once it has run, the journal's frame ``key`` is settled. A message dropped at
         shutdown stays unsettled: the journal keeps it for the next start."""
         if key is None:
-            await self._submit(chat_id, job, priority=priority)
+            await self._submit(chat_id, job, priority=priority, since=since)
             return
 
         async def then_settle() -> None:
@@ -561,7 +570,15 @@ class Edge:
             finally:
                 self._settle(key)
 
-        await self._submit(chat_id, then_settle, priority=priority)
+        await self._submit(chat_id, then_settle, priority=priority, since=since)
+
+    def _oldest_waiting(self) -> float | None:
+        """When the oldest message not yet handed to the runtime arrived: in a frame the guard
+        holds, or converted and queued for its chat's turn (None: nothing waits)."""
+        times = [
+            at for at in (GuardedAdapter.oldest_waiting(), self.dispatcher.oldest_since()) if at is not None
+        ]
+        return min(times) if times else None
 
     def _settle(self, key: JournalKey | None) -> None:
         if self.journal is not None:

@@ -2,16 +2,16 @@
 
 The edge dates a message when its frame was read off the socket (:mod:`plugins.greywind.onebot_guard`),
 so a backlog worked off late keeps the pace it was said at. The runtime must then live on the same
-time line: while frames still wait to be handled, its present is the arrival of the oldest waiting
-one, not the clock. Otherwise everything it times from a message (an activation's delay, a
-deadline) would have run out before the messages said after it, which may supersede it, are heard;
-and the bot's own speeches, stamped by the clock, would lie in the future of the messages heard
-after them.
+time line: while messages still wait at the edge (as frames the guard holds, or queued for their
+chat's turn), its present is the arrival of the oldest of them, not the clock. Otherwise everything
+it times from a message (an activation's delay, a deadline) would have run out before the messages
+said after it, which may supersede it, are heard; and the bot's own speeches, stamped by the clock,
+would lie in the future of the messages heard after them.
 
-:class:`HeardClock` is that present: the clock when nothing waits, else the oldest waiting frame's
+:class:`HeardClock` is that present: the clock when nothing waits, else the oldest waiting message's
 arrival, at most :data:`HEARD_LAG_MAX` behind the clock (a backlog that never drains, chatter held
 behind a flood of @s, does not stop the runtime's time), and never going backwards. It looks at the
-waiting frames at most every :data:`RECHECK` seconds: the runtime reads its clock several times a
+waiting messages at most every :data:`RECHECK` seconds: the runtime reads its clock several times a
 message.
 """
 
@@ -27,7 +27,7 @@ RECHECK = 0.05
 
 
 class HeardClock:
-    """``clock`` held back to ``oldest_waiting()`` (when the oldest waiting frame arrived, or None)."""
+    """``clock`` held back to ``oldest_waiting()`` (when the oldest waiting message arrived, or None)."""
 
     __slots__ = ("_checked", "_clock", "_last", "_monotonic", "_oldest_waiting", "_waiting")
 

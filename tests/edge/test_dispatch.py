@@ -193,3 +193,31 @@ async def test_priority_jobs_go_first_and_never_wait_for_room_and_chats_take_tur
     # front line until its @ is done; b waits its turn.
     assert order == ["c-at", "a0", "a1", "a-at", "b0", "b1"]
     assert dispatcher.statistics().priority_submitted == 2
+
+
+@pytest.mark.anyio
+async def test_the_oldest_queued_job_says_since_when_messages_wait() -> None:
+    """Each chat's first job that says ``since`` is its oldest; the one running is no longer waiting."""
+    release = anyio.Event()
+    dispatcher = Dispatcher(workers=1, queue_size=8)
+
+    async def hold() -> None:
+        await release.wait()
+
+    async def nothing() -> None:
+        pass
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        await dispatcher.submit("a", hold, since=1.0)
+        await anyio.sleep(0.01)  # it runs, holding the one worker
+        assert dispatcher.oldest_since() is None
+        await dispatcher.submit("a", nothing, since=5.0)
+        await dispatcher.submit("b", nothing)  # a notice: says nothing
+        await dispatcher.submit("b", nothing, since=3.0)
+        await dispatcher.submit("c", nothing, since=4.0)
+        assert dispatcher.oldest_since() == 3.0
+        release.set()
+        await dispatcher.wait_idle()
+        assert dispatcher.oldest_since() is None
+        dispatcher.close()

@@ -16,6 +16,7 @@ from nonebot.adapters.onebot.v11 import NoticeEvent
 from plugins.greywind.commands import RuntimeControl
 from plugins.greywind.edge import Edge, model_is_configured
 from plugins.greywind.gateway import EdgeContext, EdgeControl, LoggingGateway, RuntimeGateway
+from plugins.greywind.heard import RECHECK
 from plugins.greywind.notices import BotMuted, Notice
 from runtime.config import parse_config
 from runtime.kernel.message import ChatMessage
@@ -470,3 +471,36 @@ async def test_the_collector_is_tuned_while_serving_and_put_back_at_stop(tmp_pat
         await edge.stop()
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.anyio
+async def test_the_runtimes_clock_waits_for_messages_queued_for_their_chats_turn(tmp_path: Path) -> None:
+    """A message converted and queued behind its chat's earlier one has not reached the runtime: the
+    runtime's clock stays at its date until it has."""
+    now = [1_000.0]
+    release = anyio.Event()
+
+    class SlowGateway(RecordingGateway):
+        async def on_message(self, message: ChatMessage) -> None:
+            await release.wait()
+            await super().on_message(message)
+
+    edge = build_edge(tmp_path, factory=SlowGateway, clock=lambda: now[0])
+    edge.bot_connected(str(SELF_ID), FakeBot())
+    await edge.start()
+    try:
+        await say(edge, 42, [ob.text("第一句")])  # dated 1000; the runtime is busy with it
+        now[0] = 1_010.0
+        await say(edge, 42, [ob.text("第二句")])  # dated 1010; waits for its chat's turn
+        now[0] = 1_030.0
+        await anyio.sleep(2 * RECHECK)
+        assert edge.context.clock() == 1_010.0
+        release.set()
+        await settle(edge)
+        await anyio.sleep(2 * RECHECK)
+        assert edge.context.clock() == 1_030.0
+        gateway = edge.gateway
+        assert isinstance(gateway, RecordingGateway)
+        assert [(m.text, m.time) for m in gateway.messages] == [("第一句", 1_000.0), ("第二句", 1_010.0)]
+    finally:
+        await edge.stop()
