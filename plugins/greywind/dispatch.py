@@ -223,12 +223,10 @@ class Dispatcher:
     def oldest_since(self) -> float | None:
         """The earliest ``since`` of the queued jobs (None: none queued says): each chat's first job
         that says, the oldest of its queue. A look at every chat with jobs waiting."""
-        times = [
-            since
-            for chat in self._chats.values()
-            if (since := next((job[3] for job in chat.jobs if job[3] is not None), None)) is not None
-        ]
-        return min(times) if times else None
+        firsts = (
+            next((job[3] for job in chat.jobs if job[3] is not None), None) for chat in self._chats.values()
+        )
+        return min((since for since in firsts if since is not None), default=None)
 
     async def wait_idle(self) -> None:
         """Return once every submitted job has finished."""

@@ -575,10 +575,8 @@ class Edge:
     def _oldest_waiting(self) -> float | None:
         """When the oldest message not yet handed to the runtime arrived: in a frame the guard
         holds, or converted and queued for its chat's turn (None: nothing waits)."""
-        times = [
-            at for at in (GuardedAdapter.oldest_waiting(), self.dispatcher.oldest_since()) if at is not None
-        ]
-        return min(times) if times else None
+        waiting = (GuardedAdapter.oldest_waiting(), self.dispatcher.oldest_since())
+        return min((at for at in waiting if at is not None), default=None)
 
     def _settle(self, key: JournalKey | None) -> None:
         if self.journal is not None:

@@ -26,8 +26,8 @@ and its coroutine, and memory grows without bound; a single garbled frame cuts t
 * Each frame is stamped with the time the reader took it off the socket, and handed to the adapter's
   loop with that time in :data:`frame_received_at`; the edge dates the message by it, so a backlog
   worked off in a burst keeps the pace the chat had (it does not look like a lively chat). The
-  oldest waiting frame's time (:meth:`GuardedAdapter.oldest_waiting`) is how far the bot has heard:
-  the runtime's clock (:mod:`plugins.greywind.heard`).
+  oldest waiting frame's time (:meth:`GuardedAdapter.oldest_waiting`) is part of how far the bot has
+  heard: the runtime's clock (:mod:`plugins.greywind.heard`).
 * While addressed work is on its way to the model (:mod:`runtime.urgency`: a forced episode building
   its context, a dozen store calls), chatter reaches NoneBot at most once per :data:`YIELD_GAP`: the
   process, the store and the GIL are the @'s, and the chatter backlog still moves.
@@ -342,10 +342,11 @@ class FrameGuard:
         return len(self._held) + len(self._urgent)
 
     def oldest_waiting(self) -> float | None:
-        """When the oldest frame still waiting here was read (None: none waits). A look at each
-        waiting chat's first frame: for the activation loop's few checks a second while behind."""
-        times = [held.received_at for lane in (self._held, self._urgent) for held in lane.heads()]
-        return min(times) if times else None
+        """When the oldest frame still waiting here was read (None: none waits): a look at each
+        waiting chat's first frame, at most every ``heard.RECHECK`` seconds."""
+        return min(
+            (held.received_at for lane in (self._held, self._urgent) for held in lane.heads()), default=None
+        )
 
     @property
     def backlog_priority(self) -> int:
@@ -442,8 +443,7 @@ class GuardedAdapter(Adapter):
     @classmethod
     def oldest_waiting(cls) -> float | None:
         """When the oldest event frame still waiting on any connection was read (None: none waits)."""
-        times = [at for guard in cls._guards if (at := guard.oldest_waiting()) is not None]
-        return min(times) if times else None
+        return min((at for guard in cls._guards if (at := guard.oldest_waiting()) is not None), default=None)
 
     @classmethod
     def statistics(cls) -> FrameGuardStatistics:

@@ -203,7 +203,7 @@ async def test_a_backlog_worked_off_at_once_keeps_the_pace_its_messages_came_at(
         await asyncio.sleep(RECHECK)
         assert edge.context.clock() == now[0] == 1_060.0, "nothing waits: the clock"
         # A message handed to the edge outside a guarded connection is dated when it is handled.
-        await bot_of(adapter).handle_event(parse({**said("直接"), "message_id": 99}))
+        await Bot(adapter, str(SELF_ID)).handle_event(parse({**said("直接"), "message_id": 99}))
         await edge.dispatcher.wait_idle()
         assert gateway.messages[-1].time == now[0] == 1_060.0
         socket.frames.put_nowait(None)
@@ -212,7 +212,3 @@ async def test_a_backlog_worked_off_at_once_keeps_the_pace_its_messages_came_at(
         GuardedAdapter.max_events_in_flight = limit
         plugin._edge = None
         await edge.stop()
-
-
-def bot_of(adapter: GuardedAdapter) -> Bot:
-    return Bot(adapter, str(SELF_ID))
