@@ -192,6 +192,7 @@ class Edge:
             model_configured=self.model_configured,
             superusers=self.superusers,
             clock=self.heard,
+            clock_lag=self.heard.lag,
             edge_status=self.status_text,
             edge_summary=self.summary_text,
             rename=self.rename,

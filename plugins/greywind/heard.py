@@ -12,7 +12,8 @@ would lie in the future of the messages heard after them.
 arrival, at most :data:`HEARD_LAG_MAX` behind the clock (a backlog that never drains, chatter held
 behind a flood of @s, does not stop the runtime's time), and never going backwards. It looks at the
 waiting messages at most every :data:`RECHECK` seconds: the runtime reads its clock several times a
-message.
+message. :meth:`HeardClock.lag` says how far behind the clock it is (the runtime's alarm re-reads it
+often meanwhile: it jumps forward when the backlog drains).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ RECHECK = 0.05
 class HeardClock:
     """``clock`` held back to ``oldest_waiting()`` (when the oldest waiting message arrived, or None)."""
 
-    __slots__ = ("_checked", "_clock", "_last", "_monotonic", "_oldest_waiting", "_waiting")
+    __slots__ = ("_checked", "_clock", "_lag", "_last", "_monotonic", "_oldest_waiting", "_waiting")
 
     def __init__(
         self,
@@ -44,6 +45,7 @@ class HeardClock:
         self._checked = float("-inf")
         self._waiting: float | None = None
         self._last = float("-inf")
+        self._lag = 0.0
 
     def __call__(self) -> float:
         now = self._clock()
@@ -56,6 +58,12 @@ class HeardClock:
         if waiting is not None and waiting < now:
             heard = waiting if waiting > now - HEARD_LAG_MAX else now - HEARD_LAG_MAX
         if heard < self._last:
-            return self._last
+            heard = self._last
         self._last = heard
+        self._lag = now - heard
         return heard
+
+    def lag(self) -> float:
+        """How far behind the clock this clock is now, in seconds (0 when nothing waits)."""
+        self()
+        return self._lag

@@ -320,7 +320,7 @@ async def _compose(
     lifetime.add(core.scope.dispose, name="registrations")
     persistence = _persistence(core, storage, edge)
     background = Background(task_group)
-    alarm = Alarm(core.kernel.scheduler, core.clock)
+    alarm = Alarm(core.kernel.scheduler, core.clock, lag=edge.clock_lag)
     # MCP servers' tools join the registry once their sessions are up (in the background, below).
     mcp = McpHub(core.config.mcp, core.tools, superusers=edge.superusers, data_dir=edge.data_dir)
     driver = _driver(core, storage, edge, alarm, background, lifetime, mcp)

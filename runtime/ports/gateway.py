@@ -48,6 +48,9 @@ class EdgeContext:
     model_configured: bool
     superusers: frozenset[str]
     clock: Callable[[], float] = time.time
+    # How far ``clock`` now runs behind the wall, in seconds (0: it keeps pace): an edge whose clock
+    # is how far it has heard runs behind while a backlog waits, and the alarm re-reads it often then.
+    clock_lag: Callable[[], float] = field(default=lambda: 0.0)
     # The edge's own statistics (dispatcher, outbound, gates) for the admin ``status``.
     edge_status: Callable[[], str] = field(default=lambda: "")
     # The short form of it (accounts, groups, closed chats) for the whole-bot ``status``.

@@ -29,6 +29,7 @@ async def test_the_memory_backend_serves_the_bot_and_writes_no_database(
         await h.settle()
         assert h.outbound.texts() == ["在的"]
         assert h.runtime.store.statistics().backend == "memory"
+        await h.runtime.writer.flush()  # the writer commits in batches: read what it has committed
         stored = await h.runtime.store.get_message("group:500", asked.message_id)
         assert stored is not None
         assert stored.text == "灰风 在吗"

@@ -495,10 +495,12 @@ async def test_the_runtimes_clock_waits_for_messages_queued_for_their_chats_turn
         now[0] = 1_030.0
         await anyio.sleep(2 * RECHECK)
         assert edge.context.clock() == 1_010.0
+        assert edge.context.clock_lag() == 20.0, "the runtime's alarm is told how far behind it is"
         release.set()
         await settle(edge)
         await anyio.sleep(2 * RECHECK)
         assert edge.context.clock() == 1_030.0
+        assert edge.context.clock_lag() == 0.0
         gateway = edge.gateway
         assert isinstance(gateway, RecordingGateway)
         assert [(m.text, m.time) for m in gateway.messages] == [("第一句", 1_000.0), ("第二句", 1_010.0)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from plugins.greywind.heard import HEARD_LAG_MAX, RECHECK, HeardClock
 
 
@@ -40,6 +42,18 @@ def test_while_frames_wait_it_is_the_oldest_ones_arrival() -> None:
     scene.waiting = None
     scene.later(1.0)
     assert heard() == scene.now, "drained: the clock again"
+
+
+def test_its_lag_is_how_far_behind_the_clock_it_is() -> None:
+    scene = Scene()
+    heard = scene.clock()
+    scene.waiting = 990.0
+    assert heard.lag() == 10.0
+    scene.later(RECHECK)
+    assert heard.lag() == pytest.approx(10.0 + RECHECK)
+    scene.waiting = None
+    scene.later(RECHECK)
+    assert heard.lag() == 0.0, "drained: it keeps the clock's pace again"
 
 
 def test_a_backlog_that_never_drains_holds_it_back_at_most_a_minute() -> None:
