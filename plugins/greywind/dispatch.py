@@ -12,6 +12,9 @@ connection) instead of dropping the message or growing without bound. A priority
 it is queued past the bound (the frame guard bounds how many there can be). A job that raises is
 logged with its chat and counted; the worker goes on with the next one.
 
+A worker hands the event loop back between jobs, whether or not a job suspended: a backlog of jobs
+that never wait (the runtime's message path) does not hold the loop for the rest of the bot.
+
 A job may say since when it has waited (``since``: its message's arrival); :meth:`Dispatcher.oldest_since`
 is the earliest of the queued ones, part of how far the bot has heard (:mod:`plugins.greywind.heard`).
 
@@ -27,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import anyio
+import anyio.lowlevel
 import structlog
 from anyio.abc import TaskGroup
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -171,6 +175,9 @@ class Dispatcher:
 
     async def _work(self) -> None:
         while True:
+            # A job may run to its end without suspending (the runtime's message path does): without
+            # this, a worker with a backlog would hold the loop through all of it.
+            await anyio.lowlevel.checkpoint()
             taken = self._next()
             if taken is None:
                 if self._closed:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from plugins.greywind.dispatch import Dispatcher, DispatcherClosedError
@@ -221,3 +222,32 @@ async def test_the_oldest_queued_job_says_since_when_messages_wait() -> None:
         await dispatcher.wait_idle()
         assert dispatcher.oldest_since() is None
         dispatcher.close()
+
+
+@pytest.mark.anyio
+async def test_a_worker_lets_the_event_loop_run_between_jobs_that_never_wait() -> None:
+    """A message's job may run to its end without suspending (the runtime's message path does):
+    a worker with many such jobs queued still hands the loop back after each one, so the rest of
+    the bot (the connection's reader, an @'s episode, the timers) is not held until they are all done."""
+    dispatcher = Dispatcher(workers=1, queue_size=256)
+    order: list[str] = []
+
+    def job(n: int):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            order.append(f"job{n}")
+
+        return run
+
+    async def other_work() -> None:
+        for n in range(3):
+            order.append(f"other{n}")
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        for n in range(100):  # queued before the worker first runs
+            dispatcher.submit_nowait(f"chat{n % 10}", job(n))
+        tg.start_soon(other_work)
+        await dispatcher.wait_idle()
+        dispatcher.close()
+    assert order.index("other2") < order.index("job10"), "the other work ran between the jobs"
