@@ -554,9 +554,23 @@ async def run(args: argparse.Namespace) -> Figures:
                 target.process.kill()
                 if target.model is None:
                     continue
-                errors = [r for r in target.process.records() if r.get("level") in ("error", "critical")]
+                records = target.process.records()
+                dropped = {
+                    name: sum(int(r.get("dropped") or 0) for r in records if r.get("event") == event)
+                    for name, event in (
+                        ("store writes", "store.writes_dropped"),
+                        ("frames", "onebot_backlog_full"),
+                    )
+                }
+                print(
+                    f"{target.name} dropped (its log): "
+                    + ", ".join(f"{n} {name}" for name, n in dropped.items())
+                )
+                errors = [r for r in records if r.get("level") in ("error", "critical")]
                 if errors:
-                    kinds = Counter(f"{r.get('event')}: {_last_line(r)}"[:160] for r in errors)
+                    kinds = Counter(
+                        f"{r.get('event')}: {r.get('kind') or ''} {_last_line(r)}"[:160] for r in errors
+                    )
                     print(f"{target.name} logged {len(errors)} errors:")
                     for kind, count in kinds.most_common(5):
                         print(f"  {count:>5}  {kind}")

@@ -11,9 +11,12 @@ lifetime: episodes finish, the state is saved, open sessions close (their handof
 writer flushes and the store closes last, each step within its share of the edge's grace.
 
 A message's path (:meth:`Runtime.on_message`) does no I/O beyond one queued store write, and never
-waits for it (a full queue drops the write, counted and logged, rather than hold the chat): the kernel
-decides, the message joins the recent buffer, the ``why`` log, the chat-activity log and the waiting
-room's news; a forced message starts an episode at once, a scheduled one may move the loop's alarm.
+waits for it to be committed: the kernel decides, the message joins the recent buffer, the ``why``
+log, the chat-activity log and the waiting room's news; a forced message starts an episode at once, a
+scheduled one may move the loop's alarm. Only when the writer's queue is crowded does a message wait
+for room before it is taken (at most :data:`STORE_ROOM_WAIT`): a flood faster than the store then waits
+at the edge, in the guard's bounded backlog, rather than lose its writes; a failing store is never
+waited for (the write is dropped, counted and logged, and the edge's journal keeps the message).
 Context packets are built, and the model called, only inside an episode (:mod:`runtime.app.episodes`).
 
 With no model configured the runtime still runs everything up to the model: it ingests, decides and
@@ -69,6 +72,8 @@ log = structlog.get_logger("greywind.runtime")
 
 SELF_SENDER = "self"
 RECALLED_KEPT = 4_096
+# How long a message waits for room in a full store writer's queue before its write is dropped.
+STORE_ROOM_WAIT = 10.0
 
 
 class RuntimeNotStartedError(RuntimeError):
@@ -217,6 +222,11 @@ class Runtime:
     async def on_message(self, message: ChatMessage) -> None:
         if not self._started:
             return
+        writer = self.bot.storage.writer
+        if writer.crowded:  # a flood faster than the store: the message waits for room for its write
+            await writer.room(STORE_ROOM_WAIT)
+            if not self._started:
+                return
         core = self.bot.core
         if core.deliveries.repeated(message):
             # The same message delivered again (a re-sent event, a replayed journal): handled once.
@@ -232,7 +242,7 @@ class Runtime:
         thread_id = result.thread.thread.id
         stored = StoredMessage.from_chat_message(message, thread_id=thread_id)
         core.recent.add(stored)
-        self.bot.storage.writer.offer(stored)
+        writer.offer(stored)
         is_bot = not message.from_self and core.kernel.bots.is_bot(message.sender_id)
         if not is_bot:
             core.questions.note(message, thread_id)  # another bot's question is never followed up

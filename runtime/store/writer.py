@@ -8,9 +8,15 @@ short where another write waits for the database, the rest in the next).
 Guarantees:
 
 - **Back-pressure for those who can wait, a counted overflow for those who cannot.** The queue is
-  bounded; a full queue makes ``put`` wait (``put_nowait`` raises ``WriterFullError``). The message
-  path must never wait on storage, so it calls ``offer``: on a full queue the item is dropped,
+  bounded; a crowded queue (full but for a tenth) makes ``put`` wait, a full one makes
+  ``put_nowait`` raise ``WriterFullError``. The message
+  path must never wait on a failing store, so it calls ``offer``: on a full queue the item is dropped,
   counted in ``dropped`` and logged (``store.writes_dropped``, with counts, at most every few seconds).
+  Before it takes a message, it waits for ``room`` (bounded) while the queue is ``crowded`` (full but
+  for a tenth, kept for the writes that cannot wait: the bot's own sent messages, recalls). While
+  the store is healthy, only slower than the messages come (a flood), room comes back with the next
+  batch, so a flood slows the message path to the store's pace instead of losing writes; while the
+  store fails, ``room`` returns at once.
 - **A batch holds nobody up.** The store may commit a batch in parts to let another write in
   between, an @'s own above all (``PartlyWrittenError`` when a later part fails): order is kept,
   and a retry repeats only what is not in.
@@ -120,6 +126,7 @@ class StoreWriter:
         self._max_items = flush_max_items
         self._queue: asyncio.Queue[WriteItem] = asyncio.Queue(maxsize=queue_max)
         self._queue_max = queue_max
+        self._crowded_at = queue_max - queue_max // 10
         self._retry_backoff = retry_backoff
         self._retry_backoff_max = retry_backoff_max
         self._close_timeout = close_timeout
@@ -127,6 +134,8 @@ class StoreWriter:
         self._wake = asyncio.Event()  # commit now: flush(), a full batch, or closing
         self._flush_upto = 0
         self._progress = asyncio.Condition()
+        self._room = asyncio.Condition()  # the message path waiting for room in a crowded queue
+        self._room_waiting = 0
         self._closing = False
         self._closing_event = asyncio.Event()
         self._closed = False
@@ -177,9 +186,11 @@ class StoreWriter:
             self._wake.set()
 
     async def put(self, item: WriteItem) -> None:
-        """Queue one write, waiting while the queue is full."""
+        """Queue one write, waiting while the queue is :attr:`crowded` (its headroom is for ``offer``)."""
         self._accept(item)
-        await self._queue.put(item)
+        while self.crowded:
+            await self._wait_room(None, healthy_only=False)
+        self._queue.put_nowait(item)
         self._enqueued_one()
 
     def put_nowait(self, item: WriteItem) -> None:
@@ -190,6 +201,51 @@ class StoreWriter:
         except asyncio.QueueFull:
             raise WriterFullError(f"the store writer's queue is full ({self._queue_max} items)") from None
         self._enqueued_one()
+
+    @property
+    def crowded(self) -> bool:
+        """The queue is full but for its headroom (a tenth of ``queue_max``, rounded down): the room
+        left is for writes that cannot wait (the bot's own sent messages, recalls), which ``offer``
+        would otherwise drop; ``put`` and ``room`` wait while the queue is crowded."""
+        return self._queue.qsize() >= self._crowded_at
+
+    async def room(self, within: float) -> bool:
+        """Wait until the queue is not :attr:`crowded`, at most ``within`` seconds; True when it is not.
+
+        Returns False at once while the store fails (its writes only wait for it: a caller that must
+        not wait drops its item instead) or the writer is closing or not running; and once the store
+        starts failing or the writer closes during the wait. Room comes back as the loop takes the
+        next batch off the queue, not when it is committed.
+        """
+        if self.crowded:
+            await self._wait_room(within, healthy_only=True)
+        return not self.crowded
+
+    async def _wait_room(self, within: float | None, *, healthy_only: bool) -> None:
+        """Wait until the queue is not crowded (or ``within`` passed; or, ``healthy_only``, the
+        store fails or the writer stops)."""
+        self._room_waiting += 1
+        try:
+            async with asyncio.timeout(within), self._room:
+                await self._room.wait_for(lambda: not self.crowded or (healthy_only and not self._can_wait()))
+                if not self.crowded:
+                    # One waiter at a time: the next is woken in a later turn of the loop, after this
+                    # one has taken its room, not all of them (a dispatcher's worth) in one turn.
+                    self._room.notify(1)
+        except TimeoutError:
+            pass
+        finally:
+            self._room_waiting -= 1
+
+    def _can_wait(self) -> bool:
+        return self._running and not self._closing and self._failing_since is None
+
+    async def _wake_room(self, *, everyone: bool = False) -> None:
+        async with self._room:
+            if everyone:
+                self._room.notify_all()
+            else:
+                self._room.notify(1)
 
     def offer(self, item: WriteItem) -> bool:
         """Queue one write if there is room, never waiting. A full queue drops it: counted, logged
@@ -233,12 +289,16 @@ class StoreWriter:
                 if self._queue.empty():
                     if self._closing:
                         return
+                    if self._room_waiting:
+                        await self._wake_room(everyone=True)  # an empty queue has room for all
                     self._arrived.clear()
                     await self._arrived.wait()
                     continue
                 await self._gather_window()
                 batch = self._drain()
                 if batch:
+                    if self._room_waiting:
+                        await self._wake_room()  # the first in line; each wakes the next
                     await self._commit(batch)
         except WriterError as exc:
             # Given up (closing past its deadline, or the store closed under it): aclose() reports
@@ -304,7 +364,10 @@ class StoreWriter:
                 self._failure(exc, len(batch), 0.0)
                 raise WriterError(len(batch) + self._queue.qsize(), str(exc)) from exc
             except StoreError as exc:
+                failing = self._failing_since is not None
                 self._failure(exc, len(batch), delay)
+                if not failing:
+                    await self._wake_room(everyone=True)  # no one waits for room on a failing store
                 pause = delay
                 if self._closing and self._give_up_at is not None:
                     left = self._give_up_at - time.monotonic()
@@ -366,6 +429,14 @@ class StoreWriter:
         self._give_up_at = time.monotonic() + budget
         self._wake.set()
         self._arrived.set()
+        await self._wake_room(everyone=True)  # no one waits for room in a closing writer
+        if self._dropped > self._dropped_logged:  # the drops since the last line, so the log has all
+            log.error(
+                "store.writes_dropped",
+                dropped=self._dropped - self._dropped_logged,
+                dropped_total=self._dropped,
+            )
+            self._dropped_logged = self._dropped
         failure: WriterError | None = None
         try:
             with contextlib.suppress(TimeoutError):

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from runtime.store.errors import StoreClosedError, StoreWriteError, WriterError
 from runtime.store.memory import MemoryStore
@@ -256,10 +257,81 @@ async def test_offer_never_waits_on_a_failing_store_and_counts_what_it_drops() -
         assert "disk is full" in (stats.last_error or "")
     finally:
         started = asyncio.get_running_loop().time()
-        with pytest.raises(WriterError) as lost:
+        with pytest.raises(WriterError) as lost, capture_logs() as logs:
             await writer.aclose(timeout=0.3)
         assert asyncio.get_running_loop().time() - started < 1.5
+        drops = [line for line in logs if line["event"] == "store.writes_dropped"]
+        assert drops[-1]["dropped_total"] == writer.statistics().dropped, "the log counts every drop"
         assert lost.value.unwritten == writer.unwritten > 0
+        await asyncio.wait_for(task, 1.0)
+
+
+async def test_room_waits_for_the_next_batch_of_a_slow_healthy_store() -> None:
+    store = GatedStore()
+    store.gate.clear()
+    async with StoreWriter(store, flush_interval=0.01, flush_max_items=2, queue_max=2) as writer:
+        for i in range(2):
+            writer.offer(msg(i))
+        await asyncio.sleep(0.05)  # the loop takes both and blocks on the gate
+        for i in range(2, 4):
+            assert writer.offer(msg(i))
+        assert writer.crowded
+        waiting = asyncio.ensure_future(writer.room(5.0))
+        await asyncio.sleep(0.05)
+        assert not waiting.done(), "a healthy store's room comes with its next batch"
+        store.gate.set()
+        assert await asyncio.wait_for(waiting, 1.0)
+        assert writer.offer(msg(4))
+        await writer.flush()
+        assert writer.statistics().dropped == 0
+    assert await stored_ids(store) == [str(i) for i in range(5)]
+    await store.close()
+
+
+async def test_room_is_not_waited_for_on_a_failing_store() -> None:
+    store = FlakyStore(fail=1_000_000)
+    writer = StoreWriter(store, flush_interval=0.01, flush_max_items=2, queue_max=2, retry_backoff=0.5)
+    task = asyncio.create_task(writer.run())
+    try:
+        for i in range(2):
+            writer.offer(msg(i))
+        await asyncio.sleep(0.05)  # the loop took them; the store refuses them
+        for i in range(2, 4):
+            writer.offer(msg(i))
+        assert writer.crowded
+        started = time.monotonic()
+        assert not await writer.room(5.0)
+        assert time.monotonic() - started < 0.1
+    finally:
+        with pytest.raises(WriterError):
+            await writer.aclose(timeout=0.1)
+        await asyncio.wait_for(task, 1.0)
+
+
+async def test_a_store_that_starts_failing_releases_those_waiting_for_room() -> None:
+    class FailsWhenOpened(GatedStore):
+        async def write(self, items: Sequence[WriteItem]) -> None:
+            await self.gate.wait()
+            raise StoreWriteError("database or disk is full")
+
+    store = FailsWhenOpened()
+    store.gate.clear()
+    writer = StoreWriter(store, flush_interval=0.01, flush_max_items=2, queue_max=2, retry_backoff=5.0)
+    task = asyncio.create_task(writer.run())
+    try:
+        for i in range(2):
+            writer.offer(msg(i))
+        await asyncio.sleep(0.05)
+        for i in range(2, 4):
+            writer.offer(msg(i))
+        waiting = asyncio.ensure_future(writer.room(5.0))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        store.gate.set()  # the commit fails: the store is failing from now on
+        assert not await asyncio.wait_for(waiting, 1.0)
+    finally:
+        with pytest.raises(WriterError):
+            await writer.aclose(timeout=0.1)
         await asyncio.wait_for(task, 1.0)
 
 
