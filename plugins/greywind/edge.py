@@ -74,7 +74,7 @@ from runtime.config.accounts import account_config
 from runtime.kernel.message import ChatKey, ChatMessage
 from runtime.llm.errors import NotConfiguredError
 from runtime.llm.router import apply_env_overrides
-from runtime.ports import StoresInbound
+from runtime.ports import NotTakenError, StoresInbound
 from runtime.quiet import QUIET_ASKED, QUIET_IMPOSED
 from runtime.traces.memory import MemoryTrace
 from runtime.traces.stalls import StallTrace
@@ -526,7 +526,8 @@ class Edge:
                     self._messages += 1
                     self.owners.claim(poke.chat_id, self_id)
                     self._log_addressed(poke, "poke")
-                    await self._submit(poke.chat_id, partial(self.gateway.on_message, poke), priority=True)
+                    job = partial(self.gateway.on_message, poke)
+                    await self.submit_settled(poke.chat_id, job, None, priority=True)
                 return
             notice = interpret_notice(event, self_id, now=now)
         except Exception:
@@ -559,17 +560,20 @@ class Edge:
         priority: bool = False,
         since: float | None = None,
     ) -> None:
-        """Queue ``job``; once it has run, the journal's frame ``key`` is settled. A message dropped at
-        shutdown stays unsettled: the journal keeps it for the next start."""
-        if key is None:
-            await self._submit(chat_id, job, priority=priority, since=since)
-            return
+        """Queue ``job`` (one that hands a message to the runtime); once it has run, the journal's
+        frame ``key`` is settled. A message dropped at shutdown stays unsettled: the journal keeps it
+        for the next start; so does one the runtime did not take (``NotTakenError``: it had stopped)."""
 
         async def then_settle() -> None:
             try:
                 await job()
-            finally:
-                self._settle(key)
+            except NotTakenError:
+                self._dropped += 1  # counted with the ones dropped at shutdown; not settled
+                return
+            except BaseException:
+                self._settle(key)  # a job that fails must not keep its frame for every next start
+                raise
+            self._settle(key)
 
         await self._submit(chat_id, then_settle, priority=priority, since=since)
 

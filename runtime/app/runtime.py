@@ -56,6 +56,7 @@ from runtime.memory.layers import MemoryLayer
 from runtime.ports import (
     EdgeContext,
     Notice,
+    NotTakenError,
     Outbound,
     Recalled,
     RuntimeControl,
@@ -220,13 +221,14 @@ class Runtime:
         log.info("runtime_stopped", messages=self._messages)
 
     async def on_message(self, message: ChatMessage) -> None:
+        """Take one message; :class:`NotTakenError` when not running (before start, from stop on)."""
         if not self._started:
-            return
+            raise NotTakenError("the runtime is not running")
         writer = self.bot.storage.writer
         if writer.crowded:  # a flood faster than the store: the message waits for room for its write
             await writer.room(STORE_ROOM_WAIT)
             if not self._started:
-                return
+                raise NotTakenError("the runtime stopped while the message waited for the store")
         core = self.bot.core
         if core.deliveries.repeated(message):
             # The same message delivered again (a re-sent event, a replayed journal): handled once.

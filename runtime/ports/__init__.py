@@ -4,9 +4,10 @@ The runtime is written against these and nothing else of an edge; an edge (``plu
 QQ side over NoneBot; a test's fake edge; later a web console) implements them and imports them from
 here, never the reverse.
 
-    gateway.py   RuntimeGateway (what the runtime offers the edge), EdgeContext (what the edge gives the
-                 runtime when it is built), StoresInbound (the optional capability an inbound journal
-                 asks of a gateway that stores), RuntimeFactory
+    gateway.py   RuntimeGateway (what the runtime offers the edge; NotTakenError when it is not
+                 running), EdgeContext (what the edge gives the runtime when it is built),
+                 StoresInbound (the optional capability an inbound journal asks of a gateway that
+                 stores), RuntimeFactory
     outbound.py  Outbound (how the runtime speaks), QuietGates, and the values GateVerdict,
                  SentRecord, SendResult
     notices.py   the notices an edge reports: Recalled, BotMuted, BotUnmuted, BotRemoved (Notice)
@@ -16,7 +17,7 @@ here, never the reverse.
 
 from runtime.ports.console import ConsoleFactory, ConsoleSite
 from runtime.ports.control import RuntimeControl
-from runtime.ports.gateway import EdgeContext, RuntimeFactory, RuntimeGateway, StoresInbound
+from runtime.ports.gateway import EdgeContext, NotTakenError, RuntimeFactory, RuntimeGateway, StoresInbound
 from runtime.ports.notices import BotMuted, BotRemoved, BotUnmuted, Notice, Recalled
 from runtime.ports.outbound import GateVerdict, Outbound, QuietGates, SendResult, SentRecord
 
@@ -28,6 +29,7 @@ __all__ = [
     "ConsoleSite",
     "EdgeContext",
     "GateVerdict",
+    "NotTakenError",
     "Notice",
     "Outbound",
     "QuietGates",

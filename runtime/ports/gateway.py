@@ -33,7 +33,12 @@ from runtime.ports.notices import Notice
 from runtime.ports.outbound import Outbound
 from runtime.urgency import AddressedWork
 
-__all__ = ["EdgeContext", "RuntimeFactory", "RuntimeGateway", "StoresInbound"]
+__all__ = ["EdgeContext", "NotTakenError", "RuntimeFactory", "RuntimeGateway", "StoresInbound"]
+
+
+class NotTakenError(Exception):
+    """``on_message``: the runtime is not running (not started yet, or stopping) and did not take the
+    message. The edge keeps it: not settled in its inbound journal, so the next start delivers it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +80,10 @@ class RuntimeGateway(Protocol):
 
     async def start(self, task_group: TaskGroup) -> None: ...
     async def stop(self) -> None: ...
-    async def on_message(self, message: ChatMessage) -> None: ...
+    async def on_message(self, message: ChatMessage) -> None:
+        """Take one message (raises :class:`NotTakenError` when the runtime is not running)."""
+        ...
+
     async def on_notice(self, notice: Notice) -> None: ...
 
 

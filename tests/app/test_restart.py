@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from runtime.ports import NotTakenError
 from runtime.quiet_history import QUIET_HISTORY_FILE, QuietTimeline
 from tests.app.conftest import FakeClock, make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
@@ -192,3 +193,16 @@ async def test_after_stop_nothing_the_runtime_started_is_left_running(
         saves = h.runtime.maintenance.statistics()
         await asyncio.sleep(0.3)
         assert h.runtime.maintenance.statistics() == saves
+
+
+async def test_a_stopped_runtime_says_it_did_not_take_a_message(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    """The edge keeps a message the runtime did not take (its journal delivers it at the next start);
+    returning quietly would have had it settled, and lost."""
+    config = make_config(openai_server)
+    async with running(config, data_dir) as h:
+        late = h.message("停机时还在排队的消息")
+        await h.runtime.stop()
+        with pytest.raises(NotTakenError):
+            await h.runtime.on_message(late)

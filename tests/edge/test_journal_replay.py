@@ -17,6 +17,7 @@ from plugins.greywind.journal import JOURNAL_DIR, InboundJournal
 from plugins.greywind.onebot_guard import FrameGuard, GuardedAdapter
 from runtime.config import parse_config
 from runtime.kernel.message import ChatMessage
+from runtime.ports import NotTakenError
 from tests.edge.helpers import SELF_ID, FakeBot, as_adapter_delivers
 from tests.edge.test_edge import ADMIN, MODEL_ENV, RecordingGateway
 from tests.support import onebot_events as ob
@@ -168,6 +169,44 @@ async def test_frames_read_live_are_journaled_and_settled_once_handed_over(tmp_p
         gateway = again.gateway
         assert isinstance(gateway, StoringGateway)
         assert [m.message_id for m in gateway.messages] == ["13", "14"]
+    finally:
+        await again.stop()
+
+
+class StoppedGateway(StoringGateway):
+    """A runtime that has stopped: it takes no message."""
+
+    async def on_message(self, message: ChatMessage) -> None:
+        raise NotTakenError("the runtime is not running")
+
+
+async def test_a_message_the_stopped_runtime_did_not_take_is_kept_for_the_next_start(tmp_path: Path) -> None:
+    edge = build(tmp_path)
+    edge.gateway = StoppedGateway(edge.context)  # the runtime stopped while these waited their turn
+    edge.bot_connected(str(SELF_ID), FakeBot())
+    await edge.start()
+    try:
+        hook = FrameGuard.on_event_frame
+        assert hook is not None
+        payloads = [message(n, f"第{n}条") for n in range(30, 33)]
+        for payload in payloads:
+            hook(payload, json.dumps(payload, ensure_ascii=False))
+            await edge.handle_message(await as_adapter_delivers(payload))
+        await edge.dispatcher.wait_idle()
+        journal = edge.journal
+        assert journal is not None
+        assert journal.statistics().unsettled == 3
+        assert edge.statistics().dropped_at_shutdown == 3
+        assert edge.dispatcher.statistics().failed == 0, "not a failure: the message waits for the next start"
+    finally:
+        await edge.stop()
+    again = build(tmp_path)
+    await again.start()
+    try:
+        await again.dispatcher.wait_idle()
+        gateway = again.gateway
+        assert isinstance(gateway, StoringGateway)
+        assert [m.message_id for m in gateway.messages] == ["30", "31", "32"]
     finally:
         await again.stop()
 
