@@ -87,6 +87,26 @@ def journal_of(tmp_path: Path, frames: list[tuple[float, dict[str, Any]]]) -> No
     journal.close()
 
 
+def read_live(payload: dict[str, Any]) -> None:
+    """The guard reads ``payload`` off the socket: the edge journals it."""
+    hook = FrameGuard.on_event_frame
+    assert hook is not None
+    hook(payload, json.dumps(payload, ensure_ascii=False))
+
+
+async def delivered_at_next_start(tmp_path: Path) -> list[str]:
+    """The ids of the messages a fresh edge over the same data directory delivers from the journal."""
+    again = build(tmp_path)
+    await again.start()
+    try:
+        await again.dispatcher.wait_idle()
+        gateway = again.gateway
+        assert isinstance(gateway, StoringGateway)
+        return [m.message_id for m in gateway.messages]
+    finally:
+        await again.stop()
+
+
 def texts(gateway: StoringGateway) -> list[tuple[str, bool]]:
     return [(m.message_id, m.addressed) for m in gateway.messages]
 
@@ -138,17 +158,15 @@ async def test_frames_read_live_are_journaled_and_settled_once_handed_over(tmp_p
     edge.bot_connected(str(SELF_ID), FakeBot())
     await edge.start()
     try:
-        hook = FrameGuard.on_event_frame
-        assert hook is not None
         payloads = [message(n, f"第{n}条") for n in range(10, 15)]
         for payload in payloads:
-            hook(payload, json.dumps(payload, ensure_ascii=False))
+            read_live(payload)
         journal = edge.journal
         assert journal is not None
         assert journal.statistics().unsettled == 5
         # A message frame the adapter cannot parse never reaches the edge: settled as it fails.
         garbled = {"post_type": "message", "message_type": "group", "self_id": SELF_ID, "message_id": 99}
-        hook(garbled, json.dumps(garbled))
+        read_live(garbled)
         assert journal.statistics().unsettled == 6
         assert not isinstance(GuardedAdapter.json_to_event(dict(garbled)), MessageEvent)
         assert journal.statistics().unsettled == 5
@@ -162,15 +180,7 @@ async def test_frames_read_live_are_journaled_and_settled_once_handed_over(tmp_p
     assert FrameGuard.on_event_frame is None
     assert GuardedAdapter.on_not_a_message is None
     # The two never handled (a kill, a drop) are kept for the next start, which delivers them.
-    again = build(tmp_path)
-    await again.start()
-    try:
-        await again.dispatcher.wait_idle()
-        gateway = again.gateway
-        assert isinstance(gateway, StoringGateway)
-        assert [m.message_id for m in gateway.messages] == ["13", "14"]
-    finally:
-        await again.stop()
+    assert await delivered_at_next_start(tmp_path) == ["13", "14"]
 
 
 class StoppedGateway(StoringGateway):
@@ -186,11 +196,8 @@ async def test_a_message_the_stopped_runtime_did_not_take_is_kept_for_the_next_s
     edge.bot_connected(str(SELF_ID), FakeBot())
     await edge.start()
     try:
-        hook = FrameGuard.on_event_frame
-        assert hook is not None
-        payloads = [message(n, f"第{n}条") for n in range(30, 33)]
-        for payload in payloads:
-            hook(payload, json.dumps(payload, ensure_ascii=False))
+        for payload in [message(n, f"第{n}条") for n in range(30, 33)]:
+            read_live(payload)
             await edge.handle_message(await as_adapter_delivers(payload))
         await edge.dispatcher.wait_idle()
         journal = edge.journal
@@ -200,15 +207,7 @@ async def test_a_message_the_stopped_runtime_did_not_take_is_kept_for_the_next_s
         assert edge.dispatcher.statistics().failed == 0, "not a failure: the message waits for the next start"
     finally:
         await edge.stop()
-    again = build(tmp_path)
-    await again.start()
-    try:
-        await again.dispatcher.wait_idle()
-        gateway = again.gateway
-        assert isinstance(gateway, StoringGateway)
-        assert [m.message_id for m in gateway.messages] == ["30", "31", "32"]
-    finally:
-        await again.stop()
+    assert await delivered_at_next_start(tmp_path) == ["30", "31", "32"]
 
 
 async def test_a_failing_journal_is_shown_in_status_and_messages_still_flow(
@@ -226,9 +225,7 @@ async def test_a_failing_journal_is_shown_in_status_and_messages_still_flow(
 
         monkeypatch.setattr(journal_module.os, "write", full)
         payload = message(20, "磁盘满了也要收到")
-        hook = FrameGuard.on_event_frame
-        assert hook is not None
-        hook(payload, json.dumps(payload, ensure_ascii=False))
+        read_live(payload)
         await edge.handle_message(await as_adapter_delivers(payload))
         await edge.dispatcher.wait_idle()
         gateway = edge.gateway
