@@ -8,15 +8,14 @@ short where another write waits for the database, the rest in the next).
 Guarantees:
 
 - **Back-pressure for those who can wait, a counted overflow for those who cannot.** The queue is
-  bounded; a crowded queue (full but for a tenth) makes ``put`` wait, a full one makes
-  ``put_nowait`` raise ``WriterFullError``. The message
-  path must never wait on a failing store, so it calls ``offer``: on a full queue the item is dropped,
-  counted in ``dropped`` and logged (``store.writes_dropped``, with counts, at most every few seconds).
-  Before it takes a message, it waits for ``room`` (bounded) while the queue is ``crowded`` (full but
-  for a tenth, kept for the writes that cannot wait: the bot's own sent messages, recalls). While
-  the store is healthy, only slower than the messages come (a flood), room comes back with the next
-  batch, so a flood slows the message path to the store's pace instead of losing writes; while the
-  store fails, ``room`` returns at once.
+  bounded. A crowded queue (full but for a tenth, kept for the writes that cannot wait: the bot's own
+  sent messages, recalls) makes ``put`` wait; a full one makes ``put_nowait`` raise
+  ``WriterFullError``. The message path must never wait on a failing store, so it calls ``offer``: on
+  a full queue the item is dropped, counted in ``dropped`` and logged (``store.writes_dropped``, with
+  counts, at most every few seconds). Before it takes a message, it waits for ``room`` (bounded)
+  while the queue is crowded: while the store is healthy, only slower than the messages come (a
+  flood), room comes back with the next batch, so a flood slows the message path to the store's pace
+  instead of losing writes; while the store fails, ``room`` returns at once.
 - **A batch holds nobody up.** The store may commit a batch in parts to let another write in
   between, an @'s own above all (``PartlyWrittenError`` when a later part fails): order is kept,
   and a retry repeats only what is not in.
@@ -227,7 +226,7 @@ class StoreWriter:
         self._room_waiting += 1
         try:
             async with asyncio.timeout(within), self._room:
-                await self._room.wait_for(lambda: not self.crowded or (healthy_only and not self._can_wait()))
+                await self._room.wait_for(lambda: not self.crowded or (healthy_only and not self._healthy()))
                 if not self.crowded:
                     # One waiter at a time: the next is woken in a later turn of the loop, after this
                     # one has taken its room, not all of them (a dispatcher's worth) in one turn.
@@ -237,7 +236,7 @@ class StoreWriter:
         finally:
             self._room_waiting -= 1
 
-    def _can_wait(self) -> bool:
+    def _healthy(self) -> bool:
         return self._running and not self._closing and self._failing_since is None
 
     async def _wake_room(self, *, everyone: bool = False) -> None:
