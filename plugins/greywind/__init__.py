@@ -87,6 +87,7 @@ async def _start() -> None:
     )
     for adapter in guarded:
         type(adapter).addressed = edge.addressed  # chatter yields while an @ is on its way to the model
+        type(adapter).know_own_messages(edge.outbound.is_own_message)  # a reply to the bot asks for it
     await edge.start()
     _edge = edge
     _hear_stop_signals(edge)

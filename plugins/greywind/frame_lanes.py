@@ -1,13 +1,18 @@
 """Which lane a raw OneBot event frame takes, decided before NoneBot parses it.
 
 Under a flood the frame guard holds events as raw frames. Most of them are chatter, which may wait
-and, past the backlog's cap, be dropped. A few ask for the bot: a private message, an @ of the bot, a
-reply (to anyone: telling a reply to the bot from others needs ``get_msg``), a command, a poke of the
-bot, a message naming the persona. Those take the priority lane: handed to NoneBot first and never
-dropped to make room for chatter. The test looks only at the parsed frame's top level and its segments
-(a few dict lookups per segment), so it costs next to nothing beside the JSON parse the guard does
-anyway. It errs on the side of priority: the name test is a plain substring test, and anyone's text
-starting with the command prefix counts; what the message really is, is decided later by the edge.
+and, past the backlog's cap, be dropped. A few ask for the bot, as the edge will tell them addressed:
+a private message, an @ of the bot, a reply to one of the bot's own recent messages, text opening with
+the persona's name, a command, a poke of the bot. Those take the priority lane: handed to NoneBot
+first and never dropped to make room for chatter. A reply to someone else, or the name in passing,
+is chatter here (the kernel still weighs it, in its chat's order). The test looks only at the parsed
+frame's top level and its segments (a few dict lookups per segment), so it costs next to nothing
+beside the JSON parse the guard does anyway. Anyone's text starting with the command prefix counts;
+what the message really is, is decided later by the edge.
+
+The priority lane must stay small: every priority frame brings its chat's waiting chatter along (see
+below), so under a flood a frame that takes it for little (any reply, any mention of the name: one
+message in twenty in a busy group) filled it with most of the backlog, and an @ waited behind it.
 
 :class:`FairFrames` is the priority lane itself: frames by chat, handed out round-robin, so @-spam in
 some chats waits behind its own frames and not in front of a quiet chat's one @. :class:`ChatterFrames`
@@ -19,20 +24,29 @@ arrives, the chatter its chat has waiting moves into the priority lane ahead of 
 
 from __future__ import annotations
 
+import re
 from collections import deque
-from collections.abc import Iterator, Mapping, Sized
+from collections.abc import Callable, Iterator, Mapping, Sized
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from runtime.addressing import opens_with_name
 
 __all__ = ["ChatterFrames", "FairFrames", "LaneRules", "chat_key", "is_priority", "nested_deeper_than"]
 
 
+def _no_message(message_id: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class LaneRules:
-    """What makes a frame addressed: the persona's names and the command prefix."""
+    """What makes a frame addressed: the persona's names, the command prefix, and which message ids
+    are the bot's own (a reply to one of them asks for the bot)."""
 
     names: tuple[str, ...] = ()
     command_prefix: str = "/"
+    own_message: Callable[[str], bool] = _no_message
 
 
 def is_priority(event: Mapping[str, object], rules: LaneRules) -> bool:
@@ -49,8 +63,8 @@ def is_priority(event: Mapping[str, object], rules: LaneRules) -> bool:
             return (
                 f"[CQ:at,qq={self_id}]" in message
                 or f"[CQ:at,qq={self_id}," in message
-                or "[CQ:reply," in message
-                or _text_asks(message, rules, first=True)
+                or _replies_to_own(_CQ_REPLY.search(message), rules)
+                or _text_asks(_CQ_LEADING.sub("", message), rules, first=True)
             )
         return False
     if post_type == "notice":
@@ -65,9 +79,11 @@ def _segments_ask(message: list[object], self_id: str, rules: LaneRules) -> bool
             continue
         kind = segment.get("type")
         data = segment.get("data")
-        if kind == "reply":
-            return True
         if not isinstance(data, dict):
+            continue
+        if kind == "reply":
+            if rules.own_message(str(data.get("id", ""))):
+                return True
             continue
         if kind == "at" and str(data.get("qq", "")) == self_id:
             return True
@@ -80,9 +96,20 @@ def _segments_ask(message: list[object], self_id: str, rules: LaneRules) -> bool
 
 
 def _text_asks(text: str, rules: LaneRules, *, first: bool) -> bool:
-    if first and rules.command_prefix and text.lstrip().startswith(rules.command_prefix):
+    """The first text opens with the command prefix or a name (the edge's rule: ``opens_with_name``)."""
+    if not first:
+        return False
+    if rules.command_prefix and text.lstrip().startswith(rules.command_prefix):
         return True
-    return any(name and name in text for name in rules.names)
+    return opens_with_name(text, rules.names) is not None
+
+
+def _replies_to_own(found: re.Match[str] | None, rules: LaneRules) -> bool:
+    return found is not None and rules.own_message(found.group(1))
+
+
+_CQ_REPLY = re.compile(r"\[CQ:reply,(?:[^\]]*,)?id=([^,\]]+)")
+_CQ_LEADING = re.compile(r"^(?:\s*\[CQ:[^\]]*\])+")
 
 
 def chat_key(event: Mapping[str, object]) -> str:

@@ -435,10 +435,19 @@ class GuardedAdapter(Adapter):
 
     @classmethod
     def address_by(cls, names: tuple[str, ...]) -> None:
-        """Frames naming these take the priority lane from now on (the persona was reloaded)."""
-        cls.lanes = replace(cls.lanes, names=names)
+        """Frames opening with these take the priority lane from now on (the persona was reloaded)."""
+        cls._use_lanes(replace(cls.lanes, names=names))
+
+    @classmethod
+    def know_own_messages(cls, is_own: Callable[[str], bool]) -> None:
+        """A reply to a message ``is_own`` says is the bot's takes the priority lane from now on."""
+        cls._use_lanes(replace(cls.lanes, own_message=is_own))
+
+    @classmethod
+    def _use_lanes(cls, lanes: LaneRules) -> None:
+        cls.lanes = lanes
         for guard in cls._guards:
-            guard.lanes = cls.lanes
+            guard.lanes = lanes
 
     @classmethod
     def oldest_waiting(cls) -> float | None:

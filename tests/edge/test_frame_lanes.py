@@ -14,7 +14,9 @@ from plugins.greywind.frame_lanes import (
 )
 from tests.support import onebot_events as ob
 
-RULES = LaneRules(names=("灰风", "greywind"), command_prefix="/")
+RULES = LaneRules(
+    names=("灰风", "greywind"), command_prefix="/", own_message=lambda message_id: message_id == "5"
+)
 
 
 def group(message: list[ob.Segment] | str) -> dict[str, object]:
@@ -27,7 +29,12 @@ def group(message: list[ob.Segment] | str) -> dict[str, object]:
         (group([ob.text("今天吃什么")]), False),
         (group([ob.at(10), ob.text(" 在吗")]), True),
         (group([ob.at(11), ob.text(" 在吗")]), False),
-        (group([ob.reply(5), ob.text("那你说说")]), True),
+        (group([ob.reply(5), ob.text("那你说说")]), True),  # a reply to the bot's own message
+        (group([ob.reply(6), ob.text("那你说说")]), False),  # a reply to someone else's
+        (group([ob.at(11), ob.text(" 灰风你看看")]), True),  # the edge's rule: opens with the name
+        (group([ob.text("要不问问灰风？")]), False),  # the name in passing
+        (group([ob.text("看"), ob.text("灰风")]), False),
+        (group([ob.text("greywinds are cool")]), False),
         (group([ob.text("/status")]), True),
         (group([ob.image(), ob.text("  /why 12")]), True),
         (group([ob.text("看"), ob.text("/status")]), False),
@@ -35,6 +42,9 @@ def group(message: list[ob.Segment] | str) -> dict[str, object]:
         (group("[CQ:at,qq=10] 在吗"), True),
         (group("[CQ:at,qq=100] 在吗"), False),
         (group("[CQ:reply,id=5]嗯"), True),
+        (group("[CQ:reply,id=6]嗯"), False),
+        (group("[CQ:reply,id=6][CQ:at,qq=11] 灰风你说呢"), True),
+        (group("听说灰风也玩"), False),
         (ob.private_message(self_id=10, user_id=3, message=[ob.text("hi")]), True),
         (ob.poke(self_id=10, user_id=3, target_id=10, group_id=2), True),
         (ob.poke(self_id=10, user_id=3, target_id=4, group_id=2), False),

@@ -288,6 +288,18 @@ def test_a_persona_reload_renames_the_priority_lane() -> None:
         GuardedAdapter.lanes = before
 
 
+def test_a_reply_takes_the_priority_lane_once_its_target_is_known_as_the_bots() -> None:
+    before = GuardedAdapter.lanes
+    reply = ob.group_message(self_id=1, group_id=2, user_id=3, message=[ob.reply(77), ob.text("为什么")])
+    try:
+        assert not is_priority(reply, GuardedAdapter.lanes), "a reply to anyone is chatter"
+        GuardedAdapter.know_own_messages(lambda message_id: message_id == "77")
+        assert is_priority(reply, GuardedAdapter.lanes)
+        assert GuardedAdapter.lanes.names == before.names
+    finally:
+        GuardedAdapter.lanes = before
+
+
 @pytest.mark.anyio
 async def test_each_frame_handed_out_carries_the_time_it_was_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """The @ overtakes the chatter of other chats and pulls its own chat's ahead of it; every frame
