@@ -5,7 +5,9 @@ on at most one worker at a time, so a chat's messages reach the runtime in the o
 different chats run side by side on up to ``workers`` workers. Chats take turns, one job per turn:
 a chat with jobs waiting goes to the back of the line after each one, so a flood in one chat takes
 one worker and its own queue, never the others'. Jobs submitted with ``priority=True`` (a message
-addressed to the bot, a command) put their chat in a line that is served first.
+addressed to the bot, a command) put their chat in a line that is served first, and one worker more
+than ``workers`` serves that line only: chatter may hold every other worker a long time (under a
+flood each waits for the store's room), and an @ does not wait for any of them.
 
 Each chat's queue holds ``queue_size`` jobs; when it is full, ``submit`` waits (back-pressure to the
 connection) instead of dropping the message or growing without bound. A priority job never waits:
@@ -87,6 +89,7 @@ class Dispatcher:
         self._urgent: deque[str] = deque()
         self._ready: deque[str] = deque()
         self._idle_workers: deque[anyio.Event] = deque()
+        self._urgent_idle: anyio.Event | None = None  # the worker kept for the first line, idle
         self._closed = False
         self._started = False
         self._running = 0
@@ -116,6 +119,7 @@ class Dispatcher:
             return
         for index in range(self._workers):
             task_group.start_soon(self._work, name=f"greywind-dispatch-{index}")
+        task_group.start_soon(self._work, True, name="greywind-dispatch-addressed")
 
     def _check_open(self) -> None:
         if self._closed or not self._started:
@@ -156,16 +160,24 @@ class Dispatcher:
             if chat.priority == 1 and not chat.running and len(chat.jobs) > 1:
                 self._ready.remove(key)  # it was waiting its turn in the other line
                 self._urgent.append(key)
+                self._wake_for(True)
                 return
         if not chat.running and len(chat.jobs) == 1:
             (self._urgent if chat.priority else self._ready).append(key)
-            if self._idle_workers:
-                self._idle_workers.popleft().set()
+            self._wake_for(bool(chat.priority))
 
-    def _next(self) -> tuple[str, _Chat] | None:
+    def _wake_for(self, urgent: bool) -> None:
+        """A chat joined a line: wake the kept worker for the first line, else an idle one."""
+        if urgent and self._urgent_idle is not None:
+            self._urgent_idle.set()
+            self._urgent_idle = None
+        elif self._idle_workers:
+            self._idle_workers.popleft().set()
+
+    def _next(self, urgent_only: bool = False) -> tuple[str, _Chat] | None:
         if self._urgent:
             key = self._urgent.popleft()
-        elif self._ready:
+        elif self._ready and not urgent_only:
             key = self._ready.popleft()
         else:
             return None
@@ -173,22 +185,27 @@ class Dispatcher:
         chat.running = True
         return key, chat
 
-    async def _work(self) -> None:
+    async def _work(self, urgent_only: bool = False) -> None:
         while True:
             # A job may run to its end without suspending (the runtime's message path does): without
             # this, a worker with a backlog would hold the loop through all of it.
             await anyio.lowlevel.checkpoint()
-            taken = self._next()
+            taken = self._next(urgent_only)
             if taken is None:
                 if self._closed:
                     return
                 wake = anyio.Event()
-                self._idle_workers.append(wake)
+                if urgent_only:
+                    self._urgent_idle = wake
+                else:
+                    self._idle_workers.append(wake)
                 try:
                     await wake.wait()
                 finally:
                     if wake in self._idle_workers:
                         self._idle_workers.remove(wake)
+                    if self._urgent_idle is wake:
+                        self._urgent_idle = None
                 continue
             key, chat = taken
             job, queued_at, priority, _ = chat.jobs.popleft()
@@ -219,8 +236,7 @@ class Dispatcher:
                 chat.running = False
                 if chat.jobs:
                     (self._urgent if chat.priority else self._ready).append(key)
-                    if self._idle_workers:
-                        self._idle_workers.popleft().set()
+                    self._wake_for(bool(chat.priority))
                 else:
                     del self._chats[key]
                 if self._done >= self._submitted and self._idle is not None:
@@ -247,6 +263,8 @@ class Dispatcher:
         self._closed = True
         while self._idle_workers:
             self._idle_workers.popleft().set()
+        if self._urgent_idle is not None:
+            self._urgent_idle.set()
         for chat in self._chats.values():
             if chat.room is not None:
                 chat.room.set()

@@ -251,3 +251,40 @@ async def test_a_worker_lets_the_event_loop_run_between_jobs_that_never_wait() -
         await dispatcher.wait_idle()
         dispatcher.close()
     assert order.index("other2") < order.index("job10"), "the other work ran between the jobs"
+
+
+@pytest.mark.anyio
+async def test_an_addressed_job_runs_while_every_worker_is_held_by_chatter() -> None:
+    """Chatter may hold its worker a long time (waiting for the store's room under a flood); one
+    worker is kept for the first line, so an @ does not wait for any of them."""
+    release = anyio.Event()
+    dispatcher = Dispatcher(workers=2, queue_size=8)
+    ran: list[str] = []
+
+    def chatter(name: str):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            await release.wait()
+            ran.append(name)
+
+        return run
+
+    async def addressed() -> None:
+        ran.append("@")
+
+    async with anyio.create_task_group() as tg:
+        dispatcher.start(tg)
+        for n in range(4):
+            await dispatcher.submit(f"chat{n}", chatter(f"chatter{n}"))
+        await anyio.sleep(0.01)  # both workers hold chatter; two more chats wait their turn
+        await dispatcher.submit("quiet", addressed, priority=True)
+        with anyio.fail_after(1):
+            while "@" not in ran:  # noqa: ASYNC110 - a plain list the job appends to
+                await anyio.sleep(0.005)
+        assert ran == ["@"], "it ran while the chatter still held both workers"
+        await dispatcher.submit("chat9", chatter("chatter9"))
+        await anyio.sleep(0.01)
+        assert ran == ["@"], "the kept worker takes no chatter"
+        release.set()
+        await dispatcher.wait_idle()
+        dispatcher.close()
+    assert sorted(ran) == ["@", "chatter0", "chatter1", "chatter2", "chatter3", "chatter9"]
