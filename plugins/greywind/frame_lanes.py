@@ -64,7 +64,7 @@ def is_priority(event: Mapping[str, object], rules: LaneRules) -> bool:
             return (
                 f"[CQ:at,qq={self_id}]" in message
                 or f"[CQ:at,qq={self_id}," in message
-                or _replies_to_own(_CQ_REPLY.search(message), rules)
+                or ((reply := _CQ_REPLY.search(message)) is not None and rules.own_message(reply.group(1)))
                 or _text_asks(_CQ_LEADING.sub("", message), rules, first=True)
             )
         return False
@@ -103,10 +103,6 @@ def _text_asks(text: str, rules: LaneRules, *, first: bool) -> bool:
     if rules.command_prefix and text.lstrip().startswith(rules.command_prefix):
         return True
     return opens_with_name(text, rules.names) is not None
-
-
-def _replies_to_own(found: re.Match[str] | None, rules: LaneRules) -> bool:
-    return found is not None and rules.own_message(found.group(1))
 
 
 _CQ_REPLY = re.compile(r"\[CQ:reply,(?:[^\]]*,)?id=([^,\]]+)")

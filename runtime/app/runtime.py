@@ -73,7 +73,8 @@ log = structlog.get_logger("greywind.runtime")
 
 SELF_SENDER = "self"
 RECALLED_KEPT = 4_096
-# How long a message waits for room in a full store writer's queue before its write is dropped.
+# How long a message waits for room in a crowded store writer's queue before its write is offered
+# anyway (and dropped if the queue is full).
 STORE_ROOM_WAIT = 10.0
 
 

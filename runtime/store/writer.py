@@ -255,18 +255,20 @@ class StoreWriter:
             self._dropped += 1
             now = time.monotonic()
             if now - self._dropped_log_at >= DROP_LOG_INTERVAL:
-                log.error(
-                    "store.writes_dropped",
-                    dropped=self._dropped - self._dropped_logged,
-                    dropped_total=self._dropped,
-                    kind=type(item).__name__,
-                    queue_max=self._queue_max,
-                    error=self._last_error,
-                )
-                self._dropped_logged = self._dropped
+                self._log_drops(kind=type(item).__name__, queue_max=self._queue_max, error=self._last_error)
                 self._dropped_log_at = now
             return False
         return True
+
+    def _log_drops(self, **detail: object) -> None:
+        """One ``store.writes_dropped`` line: the drops since the last line, and all of them."""
+        log.error(
+            "store.writes_dropped",
+            dropped=self._dropped - self._dropped_logged,
+            dropped_total=self._dropped,
+            **detail,
+        )
+        self._dropped_logged = self._dropped
 
     async def flush(self) -> None:
         """Commit everything queued so far now, and wait until it is written (or rejected)."""
@@ -430,12 +432,7 @@ class StoreWriter:
         self._arrived.set()
         await self._wake_room(everyone=True)  # no one waits for room in a closing writer
         if self._dropped > self._dropped_logged:  # the drops since the last line, so the log has all
-            log.error(
-                "store.writes_dropped",
-                dropped=self._dropped - self._dropped_logged,
-                dropped_total=self._dropped,
-            )
-            self._dropped_logged = self._dropped
+            self._log_drops()
         failure: WriterError | None = None
         try:
             with contextlib.suppress(TimeoutError):
