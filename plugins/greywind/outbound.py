@@ -364,7 +364,7 @@ class Outbound:
                 sent = tuple(parts[:index])
                 return SendResult(chat_id, bool(ids), verdict.reason, sent, tuple(ids), attempts)
             quote = reply_to if index == 0 else None
-            message_id, tries, reason = await self._send_one(chat_id, part, quote)
+            message_id, tries, reason, sent_at = await self._send_one(chat_id, part, quote)
             attempts += tries
             if message_id is None:
                 if reason == "restricted":
@@ -375,11 +375,16 @@ class Outbound:
                 return SendResult(chat_id, bool(ids), reason, sent, tuple(ids), attempts)
             ids.append(message_id)
             self._sent_parts += 1
-            self._record(chat_id, part, message_id or None, quote, shadow=False)
+            self._record(chat_id, part, message_id or None, quote, shadow=False, at=sent_at)
         log.info("sent", chat_id=chat_id, parts=len(parts), text=_log_excerpt(parts), admin=admin)
         return SendResult(chat_id, True, "sent", tuple(parts), tuple(ids), attempts)
 
-    async def _send_one(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
+    async def _send_one(
+        self, chat_id: str, text: str, reply_to: str | None
+    ) -> tuple[str | None, int, str, float]:
+        """The part's message id (None when it was not sent), the attempts made, the reason, and when
+        the last attempt was handed to the platform: the time the bot spoke. Not when the platform
+        answered: another bot's answer to the part can be heard before that answer comes back."""
         key = ChatKey.parse(chat_id)
         text_segment = {"type": "text", "data": {"text": text}}
         if key.kind is ChatKind.GROUP:
@@ -397,17 +402,18 @@ class Outbound:
             else:
                 if self.circuits.paused(account.self_id):
                     self.circuits.admit(account.self_id)  # refused: counted
-                    return None, attempt - 1, "restricted"
+                    return None, attempt - 1, "restricted", self._clock()
                 await self.buckets.get(account.self_id, self.bucket).acquire()
                 ticket = self.circuits.admit(account.self_id)  # a pause may have begun meanwhile
                 if ticket is None:
-                    return None, attempt - 1, "restricted"
+                    return None, attempt - 1, "restricted", self._clock()
                 outcome = Outcome.OTHER
+                sent_at = self._clock()
                 try:
                     with anyio.fail_after(self._send_timeout):
                         result = await account.bot.call_api(api, **params)
                     outcome = Outcome.SENT
-                    return _message_id(result), attempt, "sent"
+                    return _message_id(result), attempt, "sent", sent_at
                 except Exception as exc:  # the adapter's ActionFailed / NetworkError, a timeout, ...
                     reason = "failed"
                     if is_restriction_like(exc):
@@ -425,16 +431,23 @@ class Outbound:
             if attempt == 1:
                 self._retries += 1
                 await self._sleep(self._retry_delay)
-        return None, 2, reason
+        return None, 2, reason, self._clock()
 
     def _record(
-        self, chat_id: str, text: str, message_id: str | None, reply_to: str | None, *, shadow: bool
+        self,
+        chat_id: str,
+        text: str,
+        message_id: str | None,
+        reply_to: str | None,
+        *,
+        shadow: bool,
+        at: float | None = None,
     ) -> None:
         if message_id:
             self._own_ids[message_id] = None
             while len(self._own_ids) > self._remember_ids:
                 self._own_ids.popitem(last=False)
-        record = SentRecord(chat_id, text, message_id, self._clock(), reply_to, shadow)
+        record = SentRecord(chat_id, text, message_id, self._clock() if at is None else at, reply_to, shadow)
         for listener in tuple(self._listeners):
             try:
                 listener(record)

@@ -41,7 +41,7 @@ class SentRecord:
     chat_id: str
     text: str
     message_id: str | None
-    time: float
+    time: float  # when the part was handed to the platform, not when the platform confirmed it
     reply_to: str | None
     shadow: bool
 

@@ -86,6 +86,7 @@ class OneBotPeer:
         self.messages: dict[int, dict[str, Any]] = {}  # message_id -> get_msg answer
         self._failures: dict[str, int] = {}
         self._failure_codes: dict[str, int] = {}
+        self.answer_delay = 0.0  # seconds between recording a call and answering it
         self._ids = itertools.count(900_000)
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -238,6 +239,8 @@ class OneBotPeer:
         async with self._changed:
             self.calls.append(ApiCall(action, params, time.monotonic(), answer))
             self._changed.notify_all()
+        if self.answer_delay:  # a slow implementation: events the test posts meanwhile come first
+            await asyncio.sleep(self.answer_delay)
         assert self._ws is not None
         with contextlib.suppress(ConnectionClosed):
             await self._ws.send(json.dumps(answer, ensure_ascii=False))

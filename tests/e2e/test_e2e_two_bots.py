@@ -61,12 +61,16 @@ def echo_of(call: Any, *, post_type: str) -> dict[str, Any]:
     return {**event, "post_type": post_type}
 
 
+# The implementation confirms each send at once, or late: then the other bot's answer (and our echo)
+# comes before the confirmation, and the answer is still timed from when the bot spoke.
+@pytest.mark.parametrize("confirm_after", [0.0, 0.3], ids=["confirmed-at-once", "confirmed-late"])
 async def test_an_instant_answering_bot_gets_a_few_turns_and_own_echoes_trigger_nothing(
-    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer, confirm_after: float
 ) -> None:
     openai_server.load({"default": reply_call("嗯嗯，我在")})
     bot = start_bot(model=openai_server, config=CONFIG)
     async with connected_peer(bot, self_id=SELF_ID) as peer:
+        peer.answer_delay = confirm_after
         await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), " 你好呀")
         answered = 0
         for turn in range(20):

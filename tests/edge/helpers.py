@@ -61,16 +61,20 @@ class FakeTime:
 
 
 class FakeBot:
-    """Records API calls; ``fail`` makes the next N calls raise like a OneBot ActionFailed."""
+    """Records API calls; ``fail`` makes the next N calls raise like a OneBot ActionFailed; each call
+    takes ``latency`` seconds of the fake clock to be answered."""
 
-    def __init__(self, time: FakeTime | None = None) -> None:
+    def __init__(self, time: FakeTime | None = None, *, latency: float = 0.0) -> None:
         self.calls: list[tuple[str, dict[str, Any], float]] = []
         self.fail = 0
         self._time = time
+        self._latency = latency
         self._next_id = 5_000
 
     async def call_api(self, api: str, **data: Any) -> Any:
         self.calls.append((api, data, self._time() if self._time else 0.0))
+        if self._latency and self._time is not None:
+            await self._time.sleep(self._latency)
         if self.fail:
             self.fail -= 1
             raise RuntimeError("ActionFailed(retcode=1200)")

@@ -193,6 +193,19 @@ async def test_group_reply_goes_out_as_segments_with_a_quote() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_part_is_timed_when_it_was_handed_over_not_when_the_platform_confirmed_it() -> None:
+    # Another bot's instant answer can be heard before the platform's slow confirmation: timed from
+    # the confirmation, the answer would come before the message it answers.
+    time = FakeTime()
+    bot = FakeBot(time, latency=0.8)
+    outbound, records = make_outbound(bot, time)
+    await outbound.send("group:1", "在的")
+    handed_over = bot.calls[0][2]
+    assert time.now == handed_over + 0.8
+    assert [r.time for r in records] == [handed_over]
+
+
+@pytest.mark.anyio
 async def test_private_reply_uses_send_private_msg() -> None:
     time = FakeTime()
     bot = FakeBot(time)
