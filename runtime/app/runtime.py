@@ -342,11 +342,14 @@ class Runtime:
             reply_to=record.reply_to,
             from_self=True,
         )
+        if core.deliveries.repeated(message):
+            # Its echo came first (an implementation may report the bot's own message before it
+            # answers the send): the echo took it in, once.
+            return
         assignment = core.kernel.note_outgoing(message)
         core.questions.note(message, assignment.thread.id)
         stored = StoredMessage.from_chat_message(message, thread_id=assignment.thread.id)
         core.recent.add(stored)
-        core.deliveries.note(stored)
         self.bot.storage.writer.offer(stored)
 
     # -- introspection ------------------------------------------------------------------------------

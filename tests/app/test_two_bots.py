@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.ports.outbound import SentRecord
 from tests.app.conftest import SELF_ID, Harness, make_config, running
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -150,3 +151,20 @@ async def test_another_bots_unanswered_question_is_never_followed_up(
         await h.advance(120)
         assert h.runtime.bot.core.questions.pending("group:500") is None
         assert h.runtime.bot.core.questions.pending("group:501") is not None
+
+
+async def test_an_echo_heard_before_the_send_is_confirmed_is_one_message(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
+) -> None:
+    # An implementation may report the bot's own message (an echo, ``message_sent``) before it answers
+    # the send: the bot then hears its message first and is told it sent it after.
+    async with running(make_config(openai_server), data_dir) as h:
+        echo = h.message("好的，我记下了", sender=SELF_ID, message_id="900777")
+        await h.runtime.on_message(replace(echo, from_self=True))
+        h.outbound.confirm(SentRecord("group:500", "好的，我记下了", "900777", h.clock(), None, shadow=False))
+        core = h.runtime.bot.core
+        assert [m.message_id for m in core.recent.recent("group:500")] == ["900777"]
+        threads = core.kernel.threads
+        thread = threads.get(threads.thread_of("group:500", "900777") or "")
+        assert thread is not None
+        assert (thread.message_count, thread.message_ids) == (1, ("900777",))

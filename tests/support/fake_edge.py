@@ -113,6 +113,11 @@ class FakeOutbound:
 
         return dispose
 
+    def confirm(self, record: SentRecord) -> None:
+        """Tell the listeners of a send the platform confirmed, as :meth:`send` does (a test may
+        confirm one late, after the platform's echo of it)."""
+        self._record(record)
+
     # -- what a test reads ------------------------------------------------------------------------
 
     def texts(self, chat: str | None = None) -> list[str]:
