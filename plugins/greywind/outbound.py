@@ -8,7 +8,8 @@
 * :func:`split_reply` — a long reply is cut to ``bot.max_reply_chars`` and sent as parts of about
   ``bot.split_at`` characters, broken at line or sentence ends where possible.
 * :class:`Outbound` — ``await send(chat_id, text, reply_to=...)``: gate, split, rate limit, one retry on
-  a failed send (without the quote, which may have been recalled), every part recorded through the
+  a failed send (without the quote, which may have been recalled; not after a timeout, when the part
+  may have gone out all the same and would be read twice), every part recorded through the
   ``on_sent`` callback. Each chat's sends go through the account that owns it, and an account whose
   sends fail like a restricted account's is paused (:mod:`plugins.greywind.restriction`). Shadow mode
   sends nothing and records what would have been sent. Text goes out as a segment array, never as a
@@ -36,6 +37,7 @@ from plugins.greywind.restriction import (
     Outcome,
     RestrictionCircuits,
     is_restriction_like,
+    is_timeout,
 )
 from runtime.kernel.message import ChatKey, ChatKind
 from runtime.ports.outbound import GateVerdict, SendResult, SentRecord
@@ -418,14 +420,20 @@ class Outbound:
                     reason = "failed"
                     if is_restriction_like(exc):
                         outcome = Outcome.RESTRICTED
+                    unanswered = is_timeout(exc)
                     log.warning(
                         "send_failed",
                         chat_id=chat_id,
                         account=account.self_id,
                         attempt=attempt,
                         restriction_like=outcome is Outcome.RESTRICTED,
+                        unanswered=unanswered,
                         error=repr(exc)[:300],
                     )
+                    if unanswered:
+                        # The part may have gone out all the same (a slow implementation): sent again,
+                        # the chat would read it twice. A restricted account would not take it either.
+                        return None, attempt, reason, sent_at
                 finally:
                     self.circuits.report(account.self_id, ticket, outcome)
             if attempt == 1:

@@ -35,6 +35,7 @@ __all__ = [
     "RestrictionCircuits",
     "Ticket",
     "is_restriction_like",
+    "is_timeout",
 ]
 
 log = structlog.get_logger("greywind.outbound")
@@ -44,15 +45,21 @@ RESTRICTION_RETCODES = frozenset({1200})
 PROBE_WAIT = 1.0
 
 
-def is_restriction_like(exc: BaseException) -> bool:
-    """A timeout, or a OneBot ``ActionFailed`` with a restriction's retcode."""
+def is_timeout(exc: BaseException) -> bool:
+    """The call was not answered in time (ours, or the adapter's ``NetworkError("... timeout")``):
+    whether it was carried out is unknown."""
     if isinstance(exc, TimeoutError):
         return True
+    message = getattr(exc, "msg", None)
+    return isinstance(message, str) and "timeout" in message.lower()
+
+
+def is_restriction_like(exc: BaseException) -> bool:
+    """A timeout, or a OneBot ``ActionFailed`` with a restriction's retcode."""
     info = getattr(exc, "info", None)
     if isinstance(info, Mapping) and info.get("retcode") in RESTRICTION_RETCODES:
         return True
-    message = getattr(exc, "msg", None)  # the adapter's NetworkError("... timeout")
-    return isinstance(message, str) and "timeout" in message.lower()
+    return is_timeout(exc)
 
 
 class Outcome(Enum):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -347,3 +349,30 @@ async def test_the_retry_drops_the_quote() -> None:
     first, second = (data["message"] for _, data, _ in bot.calls)
     assert first[0] == {"type": "reply", "data": {"id": "99"}}
     assert [seg["type"] for seg in second] == ["text"]
+
+
+class UnansweredBot:
+    """Takes every call and never answers it: a slow implementation, or a restricted account."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        self.calls.append(api)
+        await anyio.sleep_forever()
+
+
+@pytest.mark.anyio
+async def test_a_send_that_timed_out_is_not_sent_again() -> None:
+    # It may have gone out all the same: a second copy would be read twice in the chat.
+    bot = UnansweredBot()
+    outbound = Outbound(
+        bot=lambda _chat: Account("10000", bot),
+        bucket=TokenBucket(600, 10),
+        gates=ChatGates(),
+        retry_delay=0.0,
+        send_timeout=0.05,
+    )
+    result = await outbound.send("group:1", "这句只发一次")
+    assert (result.sent, result.reason, result.attempts) == (False, "failed", 1)
+    assert bot.calls == ["send_group_msg"]
