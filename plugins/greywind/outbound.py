@@ -16,7 +16,8 @@
   CQ string, so a model writing ``[CQ:at,qq=all]`` cannot @ everyone.
 
 Decisions (gate verdicts, send results) are values; a send that fails twice is a ``SendResult`` with
-``reason="failed"``, never an exception to the caller.
+``reason="failed"`` (``"unanswered"`` when the platform did not answer it in time), never an exception
+to the caller.
 """
 
 from __future__ import annotations
@@ -433,7 +434,7 @@ class Outbound:
                     if unanswered:
                         # The part may have gone out all the same (a slow implementation): sent again,
                         # the chat would read it twice. A restricted account would not take it either.
-                        return None, attempt, reason, sent_at
+                        return None, attempt, "unanswered", sent_at
                 finally:
                     self.circuits.report(account.self_id, ticket, outcome)
             if attempt == 1:

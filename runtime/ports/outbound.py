@@ -51,7 +51,7 @@ class SendResult:
     chat_id: str
     sent: bool
     # "sent" | "shadow" | "muted" | "quiet" | "empty" | "no_connection" | "restricted" (the account's
-    # sends are paused) | "failed"
+    # sends are paused) | "failed" | "unanswered" (not answered in time: it may have gone out)
     reason: str
     parts: tuple[str, ...] = ()
     message_ids: tuple[str, ...] = ()

@@ -374,5 +374,5 @@ async def test_a_send_that_timed_out_is_not_sent_again() -> None:
         send_timeout=0.05,
     )
     result = await outbound.send("group:1", "这句只发一次")
-    assert (result.sent, result.reason, result.attempts) == (False, "failed", 1)
+    assert (result.sent, result.reason, result.attempts) == (False, "unanswered", 1)
     assert bot.calls == ["send_group_msg"]
