@@ -367,7 +367,7 @@ class Outbound:
                 sent = tuple(parts[:index])
                 return SendResult(chat_id, bool(ids), verdict.reason, sent, tuple(ids), attempts)
             quote = reply_to if index == 0 else None
-            message_id, tries, reason, sent_at = await self._send_one(chat_id, part, quote)
+            message_id, tries, reason = await self._send_one(chat_id, part, quote)
             attempts += tries
             if message_id is None:
                 if reason == "restricted":
@@ -378,16 +378,13 @@ class Outbound:
                 return SendResult(chat_id, bool(ids), reason, sent, tuple(ids), attempts)
             ids.append(message_id)
             self._sent_parts += 1
-            self._record(chat_id, part, message_id or None, quote, shadow=False, at=sent_at)
         log.info("sent", chat_id=chat_id, parts=len(parts), text=_log_excerpt(parts), admin=admin)
         return SendResult(chat_id, True, "sent", tuple(parts), tuple(ids), attempts)
 
-    async def _send_one(
-        self, chat_id: str, text: str, reply_to: str | None
-    ) -> tuple[str | None, int, str, float]:
-        """The part's message id (None when it was not sent), the attempts made, the reason, and when
-        the last attempt was handed to the platform: the time the bot spoke. Not when the platform
-        answered: another bot's answer to the part can be heard before that answer comes back."""
+    async def _send_one(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
+        """The part's message id (None when it was not sent), the attempts made and the reason. A sent
+        part is recorded as spoken when it was handed to the platform, not when the platform answered:
+        another bot's answer to it can be heard before that answer comes back."""
         key = ChatKey.parse(chat_id)
         text_segment = {"type": "text", "data": {"text": text}}
         if key.kind is ChatKind.GROUP:
@@ -405,18 +402,20 @@ class Outbound:
             else:
                 if self.circuits.paused(account.self_id):
                     self.circuits.admit(account.self_id)  # refused: counted
-                    return None, attempt - 1, "restricted", self._clock()
+                    return None, attempt - 1, "restricted"
                 await self.buckets.get(account.self_id, self.bucket).acquire()
                 ticket = self.circuits.admit(account.self_id)  # a pause may have begun meanwhile
                 if ticket is None:
-                    return None, attempt - 1, "restricted", self._clock()
+                    return None, attempt - 1, "restricted"
                 outcome = Outcome.OTHER
                 sent_at = self._clock()
                 try:
                     with anyio.fail_after(self._send_timeout):
                         result = await account.bot.call_api(api, **params)
                     outcome = Outcome.SENT
-                    return _message_id(result), attempt, "sent", sent_at
+                    message_id = _message_id(result)
+                    self._record(chat_id, text, message_id or None, reply_to, shadow=False, at=sent_at)
+                    return message_id, attempt, "sent"
                 except Exception as exc:  # the adapter's ActionFailed / NetworkError, a timeout, ...
                     reason = "failed"
                     if is_restriction_like(exc):
@@ -434,13 +433,13 @@ class Outbound:
                     if unanswered:
                         # The part may have gone out all the same (a slow implementation): sent again,
                         # the chat would read it twice. A restricted account would not take it either.
-                        return None, attempt, "unanswered", sent_at
+                        return None, attempt, "unanswered"
                 finally:
                     self.circuits.report(account.self_id, ticket, outcome)
             if attempt == 1:
                 self._retries += 1
                 await self._sleep(self._retry_delay)
-        return None, 2, reason, self._clock()
+        return None, 2, reason
 
     def _record(
         self,

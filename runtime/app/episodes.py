@@ -369,7 +369,7 @@ class EpisodeDriver:
         after ``since`` (an echo, ``message_sent``): then a send it did not answer went out."""
         return any(
             m.from_self and m.time >= since and m.text.strip() == text
-            for m in reversed(self._rt.recent.recent(chat_id))
+            for m in self._rt.recent.recent(chat_id)
         )
 
     def _spoke(self, d: Deliberation, spoke: bool, *, forced: bool) -> bool:
