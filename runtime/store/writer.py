@@ -193,7 +193,13 @@ class StoreWriter:
         self._enqueued_one()
 
     def put_nowait(self, item: WriteItem) -> None:
-        """Queue one write now; ``WriterFullError`` when the queue is full."""
+        """Queue one write now; ``WriterFullError`` when the queue is :attr:`crowded` (its headroom
+        is for ``offer``: a write that may be lost must not take the room of one that cannot wait)."""
+        if self.crowded:
+            raise WriterFullError(f"the store writer's queue is crowded ({self._queue_max} items at most)")
+        self._put_now(item)
+
+    def _put_now(self, item: WriteItem) -> None:
         self._accept(item)
         try:
             self._queue.put_nowait(item)
@@ -250,7 +256,7 @@ class StoreWriter:
         """Queue one write if there is room, never waiting. A full queue drops it: counted, logged
         (``store.writes_dropped``: how many since the last line, how many in all), ``False``."""
         try:
-            self.put_nowait(item)
+            self._put_now(item)
         except (WriterFullError, StoreClosedError):
             self._dropped += 1
             now = time.monotonic()

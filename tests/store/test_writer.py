@@ -388,3 +388,18 @@ async def test_a_batch_makes_way_for_a_write_and_a_failure_after_that_retries_on
         assert await store.get_user_profile("u1") is not None
     finally:
         await store.close()
+
+
+async def test_a_write_that_may_be_lost_leaves_the_headroom_to_one_that_cannot_wait() -> None:
+    # A topic link (put_nowait, dropped when there is no room) must not take the room kept for the
+    # bot's own message (offer): with it taken, a flood lost the bot's reply.
+    store = MemoryStore()
+    writer = StoreWriter(store, queue_max=10)  # crowded at 9: one write of headroom
+    for i in range(9):
+        writer.put_nowait(msg(i))
+    with pytest.raises(WriterFullError):
+        writer.put_nowait(msg(9))
+    assert writer.offer(msg(10))
+    await writer.aclose()
+    assert await stored_ids(store) == [*(str(i) for i in range(9)), "10"]
+    await store.close()
