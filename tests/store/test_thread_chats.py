@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from runtime.store.records import TopicThread, TopicThreadStatus
+from runtime.store.sql.context import topic_threads_sql
 from runtime.store.sqlite import DB_FILENAME, SqliteStore
-from runtime.store.sqlite.context import topic_threads_sql
 from runtime.store.sqlite.schema import LATEST_VERSION
 from tests.support.sqlite_work import database_before, vm_steps
 
@@ -37,7 +37,9 @@ async def _add_threads(store: SqliteStore, chat: str, count: int, start: float) 
 
 def _listing_steps(path: Path, chat_id: str, limit: int | None) -> int:
     """Virtual-machine steps (in hundreds) SQLite takes for the store's listing of ``chat_id``."""
-    sql, params = topic_threads_sql(statuses=LIVE, chat_id=chat_id, limit=limit)
+    sql, params = topic_threads_sql(
+        statuses=LIVE, chat_id=chat_id, limit=limit, join=SqliteStore.threads_join
+    )
     return vm_steps(path, sql, params)[0]
 
 

@@ -1,7 +1,7 @@
 """The connection pool shared by the PostgreSQL store's table groups, and how a statement runs on it.
 
 Statements are written with SQLite's ``?`` placeholders (the column lists and upserts are shared with
-the SQLite backend, :mod:`runtime.store.sqlite.rows`); :func:`pg` numbers them ``$1, $2...``. Reads
+the SQLite backend, :mod:`runtime.store.sql`); :func:`pg` numbers them ``$1, $2...``. Reads
 go through :meth:`PostgresBase._rows`, writes through :meth:`PostgresBase._tx`: one transaction on a
 pooled connection, all of it or none of it. PostgreSQL lets writes run side by side, so unlike
 SQLite no process-wide write lock is needed; a write still waits at most ``[store] write_wait_ms``
@@ -31,6 +31,7 @@ from runtime.store.errors import (
     StoreReadError,
     StoreWriteError,
 )
+from runtime.store.sql.base import SqlBase
 
 log = structlog.get_logger("greywind.store")
 
@@ -52,7 +53,7 @@ def cleaned(values: Sequence[Any]) -> list[Any]:
     return [clean(v) for v in values]
 
 
-class PostgresBase:
+class PostgresBase(SqlBase):
     def __init__(self, pool: asyncpg.Pool, where: str, config: StoreConfig, version: int) -> None:
         self._pool = pool
         self._where = where
@@ -89,10 +90,6 @@ class PostgresBase:
                 return list(await connection.fetch(pg(sql), *cleaned(values)))
         except (TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
             raise StoreReadError(f"read failed on {self._where}: {exc}") from exc
-
-    async def _one(self, sql: str, values: Sequence[Any] = ()) -> Any | None:
-        rows = await self._rows(sql, values)
-        return rows[0] if rows else None
 
     async def _tx(self, what: str, body: Body) -> None:
         """Run ``body`` in one transaction: all of it or none of it, within ``write_wait_ms``."""

@@ -37,7 +37,7 @@ from runtime.store.postgres import lease as lease_
 from runtime.store.postgres.base import cleaned, log, pg
 from runtime.store.postgres.schema import migrate, quoted
 from runtime.store.postgres.search import text_match, vectors
-from runtime.store.postgres.tables import TOOL_CALL_UPSERT, ContextTables, LayerTables
+from runtime.store.postgres.tables import ContextTables, LayerTables
 from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy, StoreStatistics
 from runtime.store.records import (
     DUPLICATE_WINDOW,
@@ -55,8 +55,10 @@ from runtime.store.records import (
     WriteItem,
 )
 from runtime.store.restore import load_runtime_state
-from runtime.store.sqlite import rows as r_
-from runtime.store.sqlite.base import placeholders, upsert_sql
+from runtime.store.sql import rows as r_
+from runtime.store.sql import statements as q
+from runtime.store.sql.log import LogQueries
+from runtime.store.sql.statements import placeholders
 from runtime.store.text import IndexedText, index_text, parse_query, warm_up
 
 __all__ = ["PostgresStore", "redacted"]
@@ -73,17 +75,15 @@ _MESSAGE_INSERT = pg(
     "AND ((?::int8 = 1 AND from_self = 1) OR (?::int8 = 0 AND sender_id = ?::text AND text = ?::text))) "
     "RETURNING seq"
 )
-_LATEST_WITH_ID = (
-    "SELECT seq FROM messages WHERE chat_id = ? AND message_id = ? ORDER BY time DESC, seq DESC LIMIT 1"
-)
-_M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in r_.MESSAGE_COLUMNS.split(","))
-_EVENT_UPSERT = pg(upsert_sql("events", r_.EVENT_COLUMNS, "id"))
-_ACTIVATION_UPSERT = pg(upsert_sql("scheduled_activations", r_.ACTIVATION_COLUMNS, "event_id"))
-_TERM_UPSERT = pg(upsert_sql("lexicon_terms", r_.TERM_COLUMNS, "scope, owner, term"))
-_SPEECH_INSERT = pg("INSERT INTO speech_log (chat_id, time, forced) VALUES (?, ?, ?)")
-_RECALL = pg(f"UPDATE messages SET recalled = 1 WHERE seq = ({_LATEST_WITH_ID})")
-_LINK = pg(f"UPDATE messages SET topic_thread_id = ? WHERE seq = ({_LATEST_WITH_ID})")
-_ACTIVATION_DELETE = pg("DELETE FROM scheduled_activations WHERE event_id = ?")
+# Statements run on a pooled connection directly (the writer's batch), numbered once here.
+_EVENT_UPSERT = pg(q.EVENT_UPSERT)
+_ACTIVATION_UPSERT = pg(q.ACTIVATION_UPSERT)
+_ACTIVATION_DELETE = pg(q.ACTIVATION_DELETE)
+_TERM_UPSERT = pg(q.TERM_UPSERT)
+_SPEECH_INSERT = pg(q.SPEECH_INSERT)
+_RECALL = pg(q.RECALL)
+_LINK = pg(q.LINK)
+_TOOL_CALL_UPSERT = pg(q.TOOL_CALL_UPSERT)
 
 
 def redacted(dsn: str) -> str:
@@ -151,11 +151,11 @@ def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, l
     if isinstance(item, ActivationDone):
         return _ACTIVATION_DELETE, [(item.event_id,)]
     if isinstance(item, ToolCallRecord):
-        return TOOL_CALL_UPSERT, [r_.tool_call_row(item)]
+        return _TOOL_CALL_UPSERT, [r_.tool_call_row(item)]
     raise TypeError(f"not a write item: {item!r}")
 
 
-class PostgresStore(ContextTables, LayerTables):
+class PostgresStore(ContextTables, LayerTables, LogQueries):
     """PostgreSQL backend of :class:`runtime.store.protocol.Store`. Create it with :meth:`open`."""
 
     _leases: lease_.Leases | None = None
@@ -324,72 +324,6 @@ class PostgresStore(ContextTables, LayerTables):
 
     # -- messages ---------------------------------------------------------------------------------
 
-    async def append_messages(self, messages: Sequence[StoredMessage]) -> None:
-        await self.write(messages)
-
-    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None:
-        row = await self._one(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? AND message_id = ? "
-            "ORDER BY time DESC, seq DESC LIMIT 1",
-            (chat_id, message_id),
-        )
-        return r_.message_from_row(row) if row else None
-
-    async def get_messages(self, chat_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
-        self._check()
-        if not message_ids:
-            return []
-        rows = await self._rows(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages "
-            f"WHERE chat_id = ? AND message_id IN ({placeholders(message_ids)}) ORDER BY time, seq",
-            [chat_id, *message_ids],
-        )
-        found = {r[1]: r_.message_from_row(r) for r in rows}  # a repeated id: the most recent wins
-        return [found[mid] for mid in message_ids if mid in found]
-
-    async def _latest(self, where: str, values: list[Any], limit: int) -> list[StoredMessage]:
-        rows = await self._rows(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE {where} "
-            f"ORDER BY time DESC, seq DESC LIMIT {max(int(limit), 0)}",
-            values,
-        )
-        return [r_.message_from_row(r) for r in reversed(rows)]
-
-    async def recent_messages(
-        self, chat_id: str, *, limit: int = 50, before: float | None = None
-    ) -> list[StoredMessage]:
-        if before is None:
-            return await self._latest("chat_id = ?", [chat_id], limit)
-        return await self._latest("chat_id = ? AND time < ?", [chat_id, before], limit)
-
-    async def list_messages(
-        self, chat_id: str, *, since: float | None = None, until: float | None = None, limit: int = 1000
-    ) -> list[StoredMessage]:
-        where: list[str] = ["chat_id = ?"]
-        values: list[Any] = [chat_id]
-        if since is not None:
-            where.append("time >= ?")
-            values.append(since)
-        if until is not None:
-            where.append("time < ?")
-            values.append(until)
-        rows = await self._rows(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE {' AND '.join(where)} "
-            f"ORDER BY time, seq LIMIT {max(int(limit), 0)}",
-            values,
-        )
-        return [r_.message_from_row(r) for r in rows]
-
-    async def conversation_messages(self, thread_id: str, *, limit: int = 50) -> list[StoredMessage]:
-        return await self._latest("thread_id = ?", [thread_id], limit)
-
-    async def topic_messages(
-        self, topic_thread_id: str, *, chat_id: str | None = None, limit: int = 50
-    ) -> list[StoredMessage]:
-        if chat_id is None:
-            return await self._latest("topic_thread_id = ?", [topic_thread_id], limit)
-        return await self._latest("topic_thread_id = ? AND chat_id = ?", [topic_thread_id, chat_id], limit)
-
     async def search_messages(
         self,
         query: str,
@@ -421,112 +355,13 @@ class PostgresStore(ContextTables, LayerTables):
             where.append("m.topic_thread_id = ?")
             values.append(topic_thread_id)
         rows = await self._rows(
-            f"SELECT {_M_COLUMNS}, {rank} AS rank FROM messages AS m WHERE {' AND '.join(where)} "
+            f"SELECT {q.M_COLUMNS}, {rank} AS rank FROM messages AS m WHERE {' AND '.join(where)} "
             f"ORDER BY rank DESC, m.seq DESC LIMIT {int(limit)}",
             values,
         )
         return [MessageHit(r_.message_from_row(r), float(r[-1])) for r in rows]
 
-    async def count_messages(self, chat_id: str | None = None) -> int:
-        if chat_id is None:
-            row = await self._one("SELECT COUNT(*) FROM messages")
-        else:
-            row = await self._one("SELECT COUNT(*) FROM messages WHERE chat_id = ?", (chat_id,))
-        return int(row[0]) if row else 0
-
-    async def messages_since(self, since: float, *, per_chat: int = 200) -> list[StoredMessage]:
-        rows = await self._rows(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM ("
-            f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY chat_id ORDER BY time DESC, seq DESC) AS rn"
-            f"  FROM messages WHERE time >= ?"
-            f") AS latest WHERE rn <= ? ORDER BY time, seq",
-            (since, max(int(per_chat), 0)),
-        )
-        return [r_.message_from_row(r) for r in rows]
-
-    # -- events and activations -----------------------------------------------------------------
-
-    async def save_event(self, event: EventRecord) -> None:
-        await self.write([event])
-
-    async def get_event(self, event_id: str) -> EventRecord | None:
-        row = await self._one(f"SELECT {r_.EVENT_COLUMNS} FROM events WHERE id = ?", (event_id,))
-        return r_.event_from_row(row) if row else None
-
-    async def delete_event(self, event_id: str) -> bool:
-        return await self._execute("delete_event", "DELETE FROM events WHERE id = ?", (event_id,)) > 0
-
-    async def load_events(self, *, states: Collection[str] | None = None) -> list[EventRecord]:
-        if states is None:
-            rows = await self._rows(f"SELECT {r_.EVENT_COLUMNS} FROM events ORDER BY created_at, id")
-        elif not states:
-            return []
-        else:
-            rows = await self._rows(
-                f"SELECT {r_.EVENT_COLUMNS} FROM events WHERE state IN ({placeholders(states)}) "
-                "ORDER BY created_at, id",
-                [str(s) for s in states],
-            )
-        return [r_.event_from_row(r) for r in rows]
-
-    async def prune_events(self, *, states: Collection[str], updated_before: float) -> int:
-        if not states:
-            return 0
-        return await self._execute(
-            "prune_events",
-            f"DELETE FROM events WHERE state IN ({placeholders(states)}) AND updated_at < ?",
-            [*(str(s) for s in states), updated_before],
-        )
-
-    async def save_activation(self, activation: ScheduledActivation) -> None:
-        await self.write([activation])
-
-    async def delete_activation(self, event_id: str) -> bool:
-        return await self._execute("delete_activation", _ACTIVATION_DELETE, (event_id,)) > 0
-
-    async def load_pending_activations(self) -> list[ScheduledActivation]:
-        rows = await self._rows(
-            f"SELECT {r_.ACTIVATION_COLUMNS} FROM scheduled_activations "
-            "ORDER BY not_before, priority DESC, event_id"
-        )
-        return [r_.activation_from_row(r) for r in rows]
-
-    # -- speech log -------------------------------------------------------------------------------
-
-    async def append_speech(self, speech: SpeechRecord) -> None:
-        await self.write([speech])
-
-    async def recent_speeches(self, chat_id: str, *, since: float) -> list[SpeechRecord]:
-        rows = await self._rows(
-            "SELECT chat_id, time, forced FROM speech_log WHERE chat_id = ? AND time >= ? ORDER BY time, seq",
-            (chat_id, since),
-        )
-        return [r_.speech_from_row(r) for r in rows]
-
-    async def load_recent_speeches(self, *, since: float) -> dict[str, list[SpeechRecord]]:
-        rows = await self._rows(
-            "SELECT chat_id, time, forced FROM speech_log WHERE time >= ? ORDER BY time, seq", (since,)
-        )
-        out: dict[str, list[SpeechRecord]] = {}
-        for r in rows:
-            out.setdefault(r[0], []).append(r_.speech_from_row(r))
-        return out
-
-    async def prune_speeches(self, *, before: float) -> int:
-        return await self._execute("prune_speeches", "DELETE FROM speech_log WHERE time < ?", (before,))
-
     # -- lexicon ----------------------------------------------------------------------------------
-
-    async def save_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
-        await self._executemany("save_lexicon_terms", _TERM_UPSERT, [r_.term_row(t) for t in terms])
-
-    async def delete_lexicon_term(self, scope: str, owner: str, term: str) -> bool:
-        changed = await self._execute(
-            "delete_lexicon_term",
-            "DELETE FROM lexicon_terms WHERE scope = ? AND owner = ? AND term = ?",
-            (scope, owner, term),
-        )
-        return changed > 0
 
     async def replace_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
         rows = [cleaned(r_.term_row(t)) for t in terms]
@@ -537,23 +372,6 @@ class PostgresStore(ContextTables, LayerTables):
                 await connection.executemany(_TERM_UPSERT, rows)
 
         await self._tx("replace_lexicon_terms", body)
-
-    async def load_lexicon_terms(
-        self, *, scope: str | None = None, owner: str | None = None
-    ) -> list[LexiconTermRecord]:
-        where, values = ["TRUE"], []
-        if scope is not None:
-            where.append("scope = ?")
-            values.append(scope)
-        if owner is not None:
-            where.append("owner = ?")
-            values.append(owner)
-        rows = await self._rows(
-            f"SELECT {r_.TERM_COLUMNS} FROM lexicon_terms WHERE {' AND '.join(where)} "
-            "ORDER BY scope, owner, term",
-            values,
-        )
-        return [r_.term_from_row(r) for r in rows]
 
     # -- restoration ----------------------------------------------------------------------------
 

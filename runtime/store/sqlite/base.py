@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,6 +43,7 @@ import structlog
 from runtime.config.store import StoreConfig
 from runtime.store.addressed_first import AddressedFirstLock
 from runtime.store.errors import StoreClosedError, StoreLockedError, StoreWriteError
+from runtime.store.sql.base import SqlBase
 from runtime.store.sqlite.schema import is_locked_error, retrying
 from runtime.urgency import in_addressed_work
 
@@ -50,21 +51,6 @@ log = structlog.get_logger("greywind.store")
 
 Body = Callable[[aiosqlite.Connection], Awaitable[None]]
 T = TypeVar("T")
-
-
-def placeholders(values: Collection[object]) -> str:
-    return ", ".join("?" * len(values))
-
-
-def upsert_sql(table: str, columns: str, key: str) -> str:
-    """``INSERT ... ON CONFLICT(key) DO UPDATE`` replacing every non-key column (rowids stay stable)."""
-    cols = [c.strip() for c in columns.split(",")]
-    keys = {k.strip() for k in key.split(",")}
-    updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys)
-    return (
-        f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({placeholders(cols)}) "
-        f"ON CONFLICT ({key}) DO UPDATE SET {updates}"
-    )
 
 
 async def _acquire_within(lock: AddressedFirstLock, seconds: float) -> bool:
@@ -92,7 +78,7 @@ async def _acquire_within(lock: AddressedFirstLock, seconds: float) -> bool:
     return False
 
 
-class SqliteBase:
+class SqliteBase(SqlBase):
     def __init__(
         self,
         db: aiosqlite.Connection,
@@ -200,10 +186,6 @@ class SqliteBase:
 
         result: list[Any] = await self._retry("read", attempt)
         return result
-
-    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
-        rows = await self._rows(sql, params)
-        return rows[0] if rows else None
 
     async def _tx(self, what: str, body: Body) -> None:
         """Run ``body`` inside one ``BEGIN IMMEDIATE`` transaction: all of it or none of it, within

@@ -26,7 +26,7 @@ from typing import Any
 import aiosqlite
 
 from runtime.kernel.message import ChatKey
-from runtime.store.sqlite.rows import dumps
+from runtime.store.sql.rows import dumps
 
 __all__ = ["CHAT_COLUMNS", "RebindReport", "check_bindings", "rebind", "unbound_chats"]
 

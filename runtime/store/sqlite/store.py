@@ -35,10 +35,13 @@ from runtime.store.records import (
     WriteItem,
 )
 from runtime.store.restore import load_runtime_state
-from runtime.store.sqlite import rows as r_
-from runtime.store.sqlite.base import log, placeholders, upsert_sql
+from runtime.store.sql import rows as r_
+from runtime.store.sql import statements as q
+from runtime.store.sql.log import LogQueries
+from runtime.store.sql.statements import placeholders
+from runtime.store.sqlite.base import log
 from runtime.store.sqlite.context import ContextTables
-from runtime.store.sqlite.layer import TOOL_CALL_UPSERT, LayerTables
+from runtime.store.sqlite.layer import LayerTables
 from runtime.store.sqlite.rebind import RebindReport, check_bindings, rebind, unbound_chats
 from runtime.store.sqlite.schema import (
     DB_FILENAME,
@@ -65,20 +68,8 @@ _MESSAGE_INSERT = (
     "WHERE chat_id = ? AND message_id = ? AND time BETWEEN ? AND ? "
     "AND ((? = 1 AND from_self = 1) OR (? = 0 AND sender_id = ? AND text = ?)))"
 )
-# By platform id: the most recent message with that id.
-_LATEST_WITH_ID = (
-    "SELECT seq FROM messages WHERE chat_id = ? AND message_id = ? ORDER BY time DESC, seq DESC LIMIT 1"
-)
-_M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in r_.MESSAGE_COLUMNS.split(","))
-_EVENT_UPSERT = upsert_sql("events", r_.EVENT_COLUMNS, "id")
-_ACTIVATION_UPSERT = upsert_sql("scheduled_activations", r_.ACTIVATION_COLUMNS, "event_id")
-_TERM_UPSERT = upsert_sql("lexicon_terms", r_.TERM_COLUMNS, "scope, owner, term")
-_SPEECH_INSERT = "INSERT INTO speech_log (chat_id, time, forced) VALUES (?, ?, ?)"
-_RECALL = f"UPDATE messages SET recalled = 1 WHERE seq = ({_LATEST_WITH_ID})"
-_LINK = f"UPDATE messages SET topic_thread_id = ? WHERE seq = ({_LATEST_WITH_ID})"
 # Up to this many chats, the search names them inside the FTS MATCH too.
 _CHATS_IN_MATCH = 16
-_ACTIVATION_DELETE = "DELETE FROM scheduled_activations WHERE event_id = ?"
 
 
 async def _open_reader(file: Path, config: StoreConfig) -> aiosqlite.Connection:
@@ -103,19 +94,19 @@ def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, l
             (*row, item.chat_id, item.message_id, *window, mine, mine, item.sender_id, item.text)
         ]
     if isinstance(item, MessageRecalled):
-        return _RECALL, [(item.chat_id, item.message_id)]
+        return q.RECALL, [(item.chat_id, item.message_id)]
     if isinstance(item, TopicLink):
-        return _LINK, [(item.topic_thread_id, item.chat_id, mid) for mid in item.message_ids]
+        return q.LINK, [(item.topic_thread_id, item.chat_id, mid) for mid in item.message_ids]
     if isinstance(item, SpeechRecord):
-        return _SPEECH_INSERT, [r_.speech_row(item)]
+        return q.SPEECH_INSERT, [r_.speech_row(item)]
     if isinstance(item, EventRecord):
-        return _EVENT_UPSERT, [r_.event_row(item)]
+        return q.EVENT_UPSERT, [r_.event_row(item)]
     if isinstance(item, ScheduledActivation):
-        return _ACTIVATION_UPSERT, [r_.activation_row(item)]
+        return q.ACTIVATION_UPSERT, [r_.activation_row(item)]
     if isinstance(item, ActivationDone):
-        return _ACTIVATION_DELETE, [(item.event_id,)]
+        return q.ACTIVATION_DELETE, [(item.event_id,)]
     if isinstance(item, ToolCallRecord):
-        return TOOL_CALL_UPSERT, [r_.tool_call_row(item)]
+        return q.TOOL_CALL_UPSERT, [r_.tool_call_row(item)]
     raise TypeError(f"not a write item: {item!r}")
 
 
@@ -199,7 +190,7 @@ def message_search_sql(
         where.append("m.topic_thread_id = ?")
         params.append(topic_thread_id)
     sql = (
-        f"SELECT {_M_COLUMNS}, bm25(messages_fts, 2.0, 1.0, 0.0) AS rank "
+        f"SELECT {q.M_COLUMNS}, bm25(messages_fts, 2.0, 1.0, 0.0) AS rank "
         "FROM messages_fts JOIN messages AS m ON m.seq = messages_fts.rowid "
         f"WHERE messages_fts MATCH ? AND {' AND '.join(where)} "
         f"ORDER BY rank, m.seq DESC LIMIT {int(limit)}"
@@ -207,7 +198,7 @@ def message_search_sql(
     return sql, params
 
 
-class SqliteStore(ContextTables, LayerTables):
+class SqliteStore(ContextTables, LayerTables, LogQueries):
     """SQLite backend of :class:`runtime.store.protocol.Store`. Create it with :meth:`open`."""
 
     @classmethod
@@ -345,72 +336,6 @@ class SqliteStore(ContextTables, LayerTables):
 
     # -- messages ---------------------------------------------------------------------------------
 
-    async def append_messages(self, messages: Sequence[StoredMessage]) -> None:
-        await self.write(messages)
-
-    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage | None:
-        row = await self._one(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? AND message_id = ? "
-            "ORDER BY time DESC, seq DESC LIMIT 1",
-            (chat_id, message_id),
-        )
-        return r_.message_from_row(row) if row else None
-
-    async def get_messages(self, chat_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
-        self._check()
-        if not message_ids:
-            return []
-        rows = await self._rows(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages "
-            f"WHERE chat_id = ? AND message_id IN ({placeholders(message_ids)}) ORDER BY time, seq",
-            [chat_id, *message_ids],
-        )
-        found = {r[1]: r_.message_from_row(r) for r in rows}  # a repeated id: the most recent wins
-        return [found[mid] for mid in message_ids if mid in found]
-
-    async def _latest(self, where: str, params: list[Any], limit: int) -> list[StoredMessage]:
-        rows = await self._rows(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE {where} "
-            f"ORDER BY time DESC, seq DESC LIMIT {max(int(limit), 0)}",
-            params,
-        )
-        return [r_.message_from_row(r) for r in reversed(rows)]
-
-    async def recent_messages(
-        self, chat_id: str, *, limit: int = 50, before: float | None = None
-    ) -> list[StoredMessage]:
-        if before is None:
-            return await self._latest("chat_id = ?", [chat_id], limit)
-        return await self._latest("chat_id = ? AND time < ?", [chat_id, before], limit)
-
-    async def list_messages(
-        self, chat_id: str, *, since: float | None = None, until: float | None = None, limit: int = 1000
-    ) -> list[StoredMessage]:
-        where: list[str] = ["chat_id = ?"]
-        params: list[Any] = [chat_id]
-        if since is not None:
-            where.append("time >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("time < ?")
-            params.append(until)
-        rows = await self._rows(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM messages WHERE {' AND '.join(where)} "
-            f"ORDER BY time, seq LIMIT {max(int(limit), 0)}",
-            params,
-        )
-        return [r_.message_from_row(r) for r in rows]
-
-    async def conversation_messages(self, thread_id: str, *, limit: int = 50) -> list[StoredMessage]:
-        return await self._latest("thread_id = ?", [thread_id], limit)
-
-    async def topic_messages(
-        self, topic_thread_id: str, *, chat_id: str | None = None, limit: int = 50
-    ) -> list[StoredMessage]:
-        if chat_id is None:
-            return await self._latest("topic_thread_id = ?", [topic_thread_id], limit)
-        return await self._latest("topic_thread_id = ? AND chat_id = ?", [topic_thread_id, chat_id], limit)
-
     async def search_messages(
         self,
         query: str,
@@ -436,132 +361,16 @@ class SqliteStore(ContextTables, LayerTables):
         rows = await self._rows(sql, params)
         return [MessageHit(r_.message_from_row(r), -float(r[-1])) for r in rows]
 
-    async def count_messages(self, chat_id: str | None = None) -> int:
-        if chat_id is None:
-            row = await self._one("SELECT COUNT(*) FROM messages")
-        else:
-            row = await self._one("SELECT COUNT(*) FROM messages WHERE chat_id = ?", (chat_id,))
-        return int(row[0]) if row else 0
-
-    async def messages_since(self, since: float, *, per_chat: int = 200) -> list[StoredMessage]:
-        rows = await self._rows(
-            f"SELECT {r_.MESSAGE_COLUMNS} FROM ("
-            f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY chat_id ORDER BY time DESC, seq DESC) AS rn"
-            f"  FROM messages WHERE time >= ?"
-            f") WHERE rn <= ? ORDER BY time, seq",
-            (since, max(int(per_chat), 0)),
-        )
-        return [r_.message_from_row(r) for r in rows]
-
-    # -- events and activations -----------------------------------------------------------------
-
-    async def save_event(self, event: EventRecord) -> None:
-        await self.write([event])
-
-    async def get_event(self, event_id: str) -> EventRecord | None:
-        row = await self._one(f"SELECT {r_.EVENT_COLUMNS} FROM events WHERE id = ?", (event_id,))
-        return r_.event_from_row(row) if row else None
-
-    async def delete_event(self, event_id: str) -> bool:
-        return await self._execute("delete_event", "DELETE FROM events WHERE id = ?", (event_id,)) > 0
-
-    async def load_events(self, *, states: Collection[str] | None = None) -> list[EventRecord]:
-        if states is None:
-            rows = await self._rows(f"SELECT {r_.EVENT_COLUMNS} FROM events ORDER BY created_at, id")
-        elif not states:
-            return []
-        else:
-            rows = await self._rows(
-                f"SELECT {r_.EVENT_COLUMNS} FROM events WHERE state IN ({placeholders(states)}) "
-                "ORDER BY created_at, id",
-                [str(s) for s in states],
-            )
-        return [r_.event_from_row(r) for r in rows]
-
-    async def prune_events(self, *, states: Collection[str], updated_before: float) -> int:
-        if not states:
-            return 0
-        return await self._execute(
-            "prune_events",
-            f"DELETE FROM events WHERE state IN ({placeholders(states)}) AND updated_at < ?",
-            [*(str(s) for s in states), updated_before],
-        )
-
-    async def save_activation(self, activation: ScheduledActivation) -> None:
-        await self.write([activation])
-
-    async def delete_activation(self, event_id: str) -> bool:
-        return await self._execute("delete_activation", _ACTIVATION_DELETE, (event_id,)) > 0
-
-    async def load_pending_activations(self) -> list[ScheduledActivation]:
-        rows = await self._rows(
-            f"SELECT {r_.ACTIVATION_COLUMNS} FROM scheduled_activations "
-            "ORDER BY not_before, priority DESC, event_id"
-        )
-        return [r_.activation_from_row(r) for r in rows]
-
-    # -- speech log -------------------------------------------------------------------------------
-
-    async def append_speech(self, speech: SpeechRecord) -> None:
-        await self.write([speech])
-
-    async def recent_speeches(self, chat_id: str, *, since: float) -> list[SpeechRecord]:
-        rows = await self._rows(
-            "SELECT chat_id, time, forced FROM speech_log WHERE chat_id = ? AND time >= ? ORDER BY time, seq",
-            (chat_id, since),
-        )
-        return [r_.speech_from_row(r) for r in rows]
-
-    async def load_recent_speeches(self, *, since: float) -> dict[str, list[SpeechRecord]]:
-        rows = await self._rows(
-            "SELECT chat_id, time, forced FROM speech_log WHERE time >= ? ORDER BY time, seq", (since,)
-        )
-        out: dict[str, list[SpeechRecord]] = {}
-        for r in rows:
-            out.setdefault(r[0], []).append(r_.speech_from_row(r))
-        return out
-
-    async def prune_speeches(self, *, before: float) -> int:
-        return await self._execute("prune_speeches", "DELETE FROM speech_log WHERE time < ?", (before,))
-
     # -- lexicon ----------------------------------------------------------------------------------
-
-    async def save_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
-        await self._executemany("save_lexicon_terms", _TERM_UPSERT, [r_.term_row(t) for t in terms])
-
-    async def delete_lexicon_term(self, scope: str, owner: str, term: str) -> bool:
-        changed = await self._execute(
-            "delete_lexicon_term",
-            "DELETE FROM lexicon_terms WHERE scope = ? AND owner = ? AND term = ?",
-            (scope, owner, term),
-        )
-        return changed > 0
 
     async def replace_lexicon_terms(self, terms: Sequence[LexiconTermRecord]) -> None:
         rows = [r_.term_row(t) for t in terms]
 
         async def body(db: aiosqlite.Connection) -> None:
             await db.execute("DELETE FROM lexicon_terms")
-            await db.executemany(_TERM_UPSERT, rows)
+            await db.executemany(q.TERM_UPSERT, rows)
 
         await self._tx("replace_lexicon_terms", body)
-
-    async def load_lexicon_terms(
-        self, *, scope: str | None = None, owner: str | None = None
-    ) -> list[LexiconTermRecord]:
-        where, params = ["1"], []
-        if scope is not None:
-            where.append("scope = ?")
-            params.append(scope)
-        if owner is not None:
-            where.append("owner = ?")
-            params.append(owner)
-        rows = await self._rows(
-            f"SELECT {r_.TERM_COLUMNS} FROM lexicon_terms WHERE {' AND '.join(where)} "
-            "ORDER BY scope, owner, term",
-            params,
-        )
-        return [r_.term_from_row(r) for r in rows]
 
     # -- restoration ----------------------------------------------------------------------------
 
