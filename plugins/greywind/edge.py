@@ -433,7 +433,11 @@ class Edge:
             job = partial(self._run_command, command, message)
             await self.submit_settled(message.chat_id, job, key, priority=True, since=message.time)
             return
-        if not message.from_self:
+        if message.from_self:
+            # The bot's own message heard back: a reply to it is a reply to the bot, even one that
+            # comes before the platform has confirmed the send.
+            self.outbound.remember_own(message.message_id)
+        else:
             message = await self._quiet_words(message, inbound.body)
         if message.addressed:
             # Addressed messages are the ones that cost a model call: each gets one line; chatter none.

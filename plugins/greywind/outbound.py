@@ -317,6 +317,17 @@ class Outbound:
         """Whether the bot sent ``message_id`` (recently: the last ``remember_ids`` parts)."""
         return message_id in self._own_ids
 
+    def remember_own(self, message_id: str) -> None:
+        """Know ``message_id`` as the bot's own: a part it sent, or its own message heard back (an
+        echo may come before the platform confirms the send, and a reply to it right after)."""
+        if not message_id:
+            return
+        own = self._own_ids
+        own[message_id] = None
+        own.move_to_end(message_id)
+        while len(own) > self._remember_ids:
+            own.popitem(last=False)
+
     def gate(self, chat_id: str) -> GateVerdict:
         """The chat's gate, closed (``restricted``) too while its account's sends are paused."""
         verdict = self.gates.verdict(chat_id, self._clock())
@@ -452,9 +463,7 @@ class Outbound:
         at: float | None = None,
     ) -> None:
         if message_id:
-            self._own_ids[message_id] = None
-            while len(self._own_ids) > self._remember_ids:
-                self._own_ids.popitem(last=False)
+            self.remember_own(message_id)
         record = SentRecord(chat_id, text, message_id, self._clock() if at is None else at, reply_to, shadow)
         for listener in tuple(self._listeners):
             try:

@@ -506,3 +506,22 @@ async def test_the_runtimes_clock_waits_for_messages_queued_for_their_chats_turn
         assert [(m.text, m.time) for m in gateway.messages] == [("第一句", 1_000.0), ("第二句", 1_010.0)]
     finally:
         await edge.stop()
+
+
+@pytest.mark.anyio
+async def test_a_reply_to_the_bots_echoed_message_addresses_it_before_the_send_is_confirmed(
+    running: tuple[Edge, RecordingGateway, FakeBot],
+) -> None:
+    # The platform echoed the bot's message (message 900) but has not yet answered the send call, so
+    # the outbound does not know 900 as its own; the platform cannot tell whom 900 is from (get_msg
+    # fails), and a member replies to it at once.
+    edge, gateway, _ = running
+    await say(edge, SELF_ID, [ob.text("明天下午三点开会")], message_id=900)
+    await say(edge, 42, [ob.reply(900), ob.text("几点来着")], message_id=901)
+    await settle(edge)
+    echo, reply = gateway.messages
+    assert echo.from_self
+    assert not echo.addressed
+    assert reply.reply_to == "900"
+    assert reply.addressed
+    assert edge.outbound.is_own_message("900")
