@@ -32,7 +32,6 @@ from runtime.episodes import (
     Episode,
     EpisodeSettings,
     Reply,
-    SchedulerSink,
     ScriptedReasoner,
     ToolCall,
     WaitingRoom,
@@ -50,9 +49,9 @@ from runtime.extensions import (
     Scope,
 )
 from runtime.kernel.clock import ManualClock
-from runtime.kernel.events import EventStore
+from runtime.kernel.kernel import Kernel
 from runtime.kernel.message import ChatKind, ChatMessage
-from runtime.kernel.scheduler import ActivationScheduler
+from runtime.kernel.settings import KernelSettings
 from runtime.tools import ToolContext, ToolRegistry, ToolSpec
 
 NOON = 1_764_388_800.0  # 2025-11-29 12:00 Asia/Shanghai
@@ -109,8 +108,7 @@ def bench_episode(n: int = 2_000) -> float:
 
 
 def bench_waiting(parked: int = 20_000, chats: int = 2_000, messages: int = 20_000) -> float:
-    store = EventStore()
-    room = WaitingRoom(SchedulerSink(store, ActivationScheduler(store)), EpisodeSettings())
+    room = WaitingRoom(Kernel(KernelSettings(self_ids=("10001",))), EpisodeSettings())
     for i in range(parked):
         episode = Episode.start(
             id=f"ep-{i}",
@@ -142,7 +140,6 @@ def bench_waiting(parked: int = 20_000, chats: int = 2_000, messages: int = 20_0
 
 def bench_tick(sources: int = 50, chats: int = 2_000, ticks: int = 20) -> float:
     clock = ManualClock(NOON)
-    store = EventStore()
     registry = ExtensionRegistry(ToolRegistry(), clock=clock)
     activity = ChatActivityLog()
     for i in range(chats):
@@ -157,7 +154,7 @@ def bench_tick(sources: int = 50, chats: int = 2_000, ticks: int = 20) -> float:
                 text="hi",
             )
         )
-    sink = SchedulerSink(store, ActivationScheduler(store))
+    sink = Kernel(KernelSettings(self_ids=("10001",)))
     director = LifeDirector(
         registry, sink, activity, clock=clock, settings=LifeSettings(max_proposals_per_tick=1_000, tick=1.0)
     )

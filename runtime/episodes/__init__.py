@@ -58,7 +58,7 @@ from runtime.episodes.loop import (
 )
 from runtime.episodes.reasoner import Reasoner, ScriptedReasoner
 from runtime.episodes.settings import EpisodeSettings, tool_registry_from_config
-from runtime.episodes.sink import ActivationSink, SchedulerSink
+from runtime.episodes.sink import ActivationSink
 from runtime.episodes.waiting import RESUME_KIND, WaitingRoom, WaitingStatistics, episode_id_of
 
 __all__ = [
@@ -83,7 +83,6 @@ __all__ = [
     "QuoteCheck",
     "Reasoner",
     "Reply",
-    "SchedulerSink",
     "ScriptedReasoner",
     "ToolBox",
     "ToolCall",

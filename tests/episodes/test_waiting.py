@@ -14,7 +14,6 @@ from runtime.episodes import (
     EpisodeStatus,
     OutcomeKind,
     Reply,
-    SchedulerSink,
     ScriptedReasoner,
     Wait,
     WaitingRoom,
@@ -23,17 +22,17 @@ from runtime.episodes import (
 )
 from runtime.kernel.clock import ManualClock
 from runtime.kernel.errors import IllegalTransition
-from runtime.kernel.events import EventState, EventStore
+from runtime.kernel.events import EventState
+from runtime.kernel.kernel import Kernel
 from runtime.kernel.message import ChatKind, ChatMessage
-from runtime.kernel.scheduler import ActivationScheduler
+from runtime.kernel.settings import KernelSettings
 from runtime.tools import ToolRegistry, ToolSpec
 from tests.episodes.conftest import new_episode
 
 
 @pytest.fixture
-def sink() -> SchedulerSink:
-    store = EventStore()
-    return SchedulerSink(store, ActivationScheduler(store))
+def sink() -> Kernel:
+    return Kernel(KernelSettings(self_ids=("10001",)))
 
 
 def message(
@@ -67,7 +66,7 @@ async def waiting_episode(
 
 @pytest.mark.asyncio
 async def test_wait_falls_due_and_resumes_with_the_thread_news(
-    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: Kernel
 ) -> None:
     quiet = EpisodeSettings(**{**_fields(settings), "wake_on_thread_message": False})
     room = WaitingRoom(sink, quiet)
@@ -107,7 +106,7 @@ async def test_wait_falls_due_and_resumes_with_the_thread_news(
 
 @pytest.mark.asyncio
 async def test_thread_message_wakes_it_early_once_per_burst(
-    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: Kernel
 ) -> None:
     room = WaitingRoom(sink, settings)
     episode = await waiting_episode(clock, settings, tools)
@@ -118,7 +117,7 @@ async def test_thread_message_wakes_it_early_once_per_burst(
     clock.advance(1)
     # Already due 4 s from now: a second message in the burst does not push it around.
     assert room.note_message(message(clock, "人呢"), "th-1", clock.now()) == []
-    assert sink.store.require(first).state is EventState.SKIPPED
+    assert sink.events.require(first).state is EventState.SKIPPED
     assert len(sink.scheduler) == 1
 
     clock.advance(3.9)
@@ -134,7 +133,7 @@ async def test_thread_message_wakes_it_early_once_per_burst(
 
 @pytest.mark.asyncio
 async def test_other_threads_and_chats_do_not_wake_it(
-    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: Kernel
 ) -> None:
     room = WaitingRoom(sink, settings)
     room.park(await waiting_episode(clock, settings, tools), clock.now())
@@ -146,7 +145,7 @@ async def test_other_threads_and_chats_do_not_wake_it(
 
 @pytest.mark.asyncio
 async def test_resume_without_news_says_so(
-    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: Kernel
 ) -> None:
     room = WaitingRoom(sink, settings)
     room.park(await waiting_episode(clock, settings, tools, seconds=30), clock.now())
@@ -161,7 +160,7 @@ async def test_resume_without_news_says_so(
 
 @pytest.mark.asyncio
 async def test_a_late_resumption_expires_the_episode(
-    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: Kernel
 ) -> None:
     room = WaitingRoom(sink, settings)
     room.park(await waiting_episode(clock, settings, tools, seconds=30), clock.now())
@@ -176,7 +175,7 @@ async def test_a_late_resumption_expires_the_episode(
 
 @pytest.mark.asyncio
 async def test_parked_episode_survives_a_restart_via_its_record(
-    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: SchedulerSink
+    clock: ManualClock, settings: EpisodeSettings, tools: ToolRegistry, sink: Kernel
 ) -> None:
     room = WaitingRoom(sink, settings)
     episode = await waiting_episode(clock, settings, tools)
@@ -193,7 +192,7 @@ async def test_parked_episode_survives_a_restart_via_its_record(
 
 
 def test_only_waiting_episodes_can_be_parked(
-    clock: ManualClock, settings: EpisodeSettings, sink: SchedulerSink
+    clock: ManualClock, settings: EpisodeSettings, sink: Kernel
 ) -> None:
     room = WaitingRoom(sink, settings)
     with pytest.raises(IllegalTransition):

@@ -7,13 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runtime.episodes import SchedulerSink
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
 from runtime.kernel.clock import ManualClock
-from runtime.kernel.events import EventStore
+from runtime.kernel.kernel import Kernel
 from runtime.kernel.lexicon import DynamicLexicon, LexiconSettings
 from runtime.kernel.message import ChatKind, ChatMessage
-from runtime.kernel.scheduler import ActivationScheduler
+from runtime.kernel.settings import KernelSettings
 from runtime.tools import ToolRegistry
 
 # 2026-11-29 12:00 in Asia/Shanghai.
@@ -36,9 +35,9 @@ def lexicon() -> DynamicLexicon:
 
 
 @pytest.fixture
-def sink() -> SchedulerSink:
-    store = EventStore()
-    return SchedulerSink(store, ActivationScheduler(store))
+def sink() -> Kernel:
+    """Where the director's activations go: the kernel, as in the bot."""
+    return Kernel(KernelSettings(self_ids=("10001",)))
 
 
 @pytest.fixture
@@ -70,7 +69,7 @@ def life_settings() -> LifeSettings:
 @pytest.fixture
 def director(
     registry: ExtensionRegistry,
-    sink: SchedulerSink,
+    sink: Kernel,
     chats: ChatActivityLog,
     clock: ManualClock,
     life_settings: LifeSettings,

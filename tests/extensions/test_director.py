@@ -10,7 +10,6 @@ import anyio.lowlevel
 import pytest
 
 from runtime.config import parse_config
-from runtime.episodes import SchedulerSink
 from runtime.extensions import (
     ActivitySpec,
     ChatActivityLog,
@@ -23,6 +22,7 @@ from runtime.extensions import (
     Scope,
 )
 from runtime.kernel.clock import ManualClock
+from runtime.kernel.kernel import Kernel
 from tests.extensions.conftest import NOON, said
 
 
@@ -55,7 +55,7 @@ async def test_a_live_chat_gets_an_activation_with_its_times(
     registry: ExtensionRegistry,
     director: LifeDirector,
     chats: ChatActivityLog,
-    sink: SchedulerSink,
+    sink: Kernel,
     clock: ManualClock,
     plugin: Scope,
 ) -> None:
@@ -64,7 +64,7 @@ async def test_a_live_chat_gets_an_activation_with_its_times(
     registry.register_life_source(plugin, greeter(not_before=NOON + 900, priority=0.7))
     report = await director.tick()
     (event_id,) = report.emitted
-    event = sink.store.require(event_id)
+    event = sink.events.require(event_id)
     assert (event.chat_id, event.kind, event.priority) == ("group:1", "proactive", 0.7)
     assert event.not_before == NOON + 900
     assert event.deadline == NOON + 900 + 600
@@ -79,7 +79,7 @@ async def test_silence_is_not_activity(
     registry: ExtensionRegistry,
     director: LifeDirector,
     chats: ChatActivityLog,
-    sink: SchedulerSink,
+    sink: Kernel,
     clock: ManualClock,
     plugin: Scope,
 ) -> None:
@@ -160,7 +160,7 @@ def test_settings_from_config() -> None:
 
 @pytest.mark.asyncio
 async def test_no_quiet_hours_when_disabled(
-    registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock
+    registry: ExtensionRegistry, sink: Kernel, chats: ChatActivityLog, clock: ManualClock
 ) -> None:
     settings = LifeSettings(quiet_start=None, quiet_end=None)
     director = LifeDirector(registry, sink, chats, clock=clock, settings=settings)
@@ -246,7 +246,7 @@ def test_allowed_rechecks_a_chat_at_fire_time(
 @pytest.mark.asyncio
 async def test_disabled_director_does_nothing(
     registry: ExtensionRegistry,
-    sink: SchedulerSink,
+    sink: Kernel,
     chats: ChatActivityLog,
     clock: ManualClock,
     plugin: Scope,
@@ -261,7 +261,7 @@ async def test_disabled_director_does_nothing(
 @pytest.mark.asyncio
 async def test_run_keeps_ticking_until_cancelled(
     registry: ExtensionRegistry,
-    sink: SchedulerSink,
+    sink: Kernel,
     chats: ChatActivityLog,
     clock: ManualClock,
     plugin: Scope,
@@ -285,7 +285,7 @@ async def test_a_source_withdrawn_while_it_runs_emits_nothing(
     registry: ExtensionRegistry,
     director: LifeDirector,
     chats: ChatActivityLog,
-    sink: SchedulerSink,
+    sink: Kernel,
     clock: ManualClock,
     plugin: Scope,
 ) -> None:

@@ -13,13 +13,13 @@ import pytest
 import pytest_asyncio
 
 from runtime.config.store import StoreConfig
-from runtime.episodes import SchedulerSink
 from runtime.extensions import ChatActivityLog, ExtensionRegistry, LifeDirector, LifeSettings, Scope
 from runtime.extensions.chat_activity import restore_activity
 from runtime.extensions.follow_ups import FollowUps
 from runtime.extensions.memory_hooks import HOOK_TAG, MemoryHooks, hook_mark
 from runtime.extensions.spec import Grounds, LifeContext, LifeSourceSpec
 from runtime.kernel.clock import ManualClock
+from runtime.kernel.kernel import Kernel
 from runtime.store.backends import open_store
 from runtime.store.errors import StoreError
 from runtime.store.protocol import MemoryScope, Store
@@ -209,7 +209,7 @@ async def test_a_hook_the_store_cannot_mark_fired_is_not_proposed(store: Store) 
 
 
 async def test_follow_up_grounds_reach_a_chat_silent_for_days_an_open_question_does_not(
-    registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock
+    registry: ExtensionRegistry, sink: Kernel, chats: ChatActivityLog, clock: ManualClock
 ) -> None:
     settings = LifeSettings(quiet_start=None, quiet_end=None)
     director = LifeDirector(registry, sink, chats, clock=clock, settings=settings)
@@ -225,7 +225,7 @@ async def test_follow_up_grounds_reach_a_chat_silent_for_days_an_open_question_d
 
 
 async def test_a_tick_reports_grounds_and_names_the_silent_chats_it_had_nothing_for(
-    registry: ExtensionRegistry, sink: SchedulerSink, chats: ChatActivityLog, clock: ManualClock, store: Store
+    registry: ExtensionRegistry, sink: Kernel, chats: ChatActivityLog, clock: ManualClock, store: Store
 ) -> None:
     settings = LifeSettings(quiet_start=None, quiet_end=None)
     director = LifeDirector(registry, sink, chats, clock=clock, settings=settings)

@@ -8,7 +8,6 @@ from dataclasses import fields
 import pytest
 from pydantic import BaseModel
 
-from runtime.episodes import SchedulerSink
 from runtime.extensions import (
     ActivitySpec,
     ChatActivityLog,
@@ -26,6 +25,7 @@ from runtime.extensions import (
 )
 from runtime.kernel.clock import ManualClock
 from runtime.kernel.events import EventState
+from runtime.kernel.kernel import Kernel
 from runtime.kernel.lexicon import DynamicLexicon, LexiconKey, LexiconScope
 from runtime.tools import DuplicateToolError, ToolContext, ToolRegistry, ToolSpec
 from tests.extensions.conftest import said
@@ -158,7 +158,7 @@ async def test_plugin_unload_leaves_nothing_behind(
     registry: ExtensionRegistry,
     tools: ToolRegistry,
     lexicon: DynamicLexicon,
-    sink: SchedulerSink,
+    sink: Kernel,
     director: LifeDirector,
     chats: ChatActivityLog,
     clock: ManualClock,
@@ -183,7 +183,7 @@ async def test_plugin_unload_leaves_nothing_behind(
     report = await director.tick()
     assert len(report.emitted) == 2
     pending = list(report.emitted)
-    assert all(sink.store.require(e).state is EventState.SCHEDULED for e in pending)
+    assert all(sink.events.require(e).state is EventState.SCHEDULED for e in pending)
     assert director.statistics().timers == 3
     assert lexicon.match("读三体还是掷骰子", [GAME_KEY, ACTIVITY_KEY]) != []
 
@@ -192,7 +192,7 @@ async def test_plugin_unload_leaves_nothing_behind(
     assert "dice_roll" not in tools
     assert [s.name for s in tools.list()] == ["keep_me"]
     assert lexicon.match("读三体还是掷骰子", [GAME_KEY, ACTIVITY_KEY]) == []
-    assert all(sink.store.require(e).state is EventState.SKIPPED for e in pending)
+    assert all(sink.events.require(e).state is EventState.SKIPPED for e in pending)
     assert len(sink.scheduler) == 0
     assert [e.key for e in registry.entries()] == ["life_source:festival"]
     stats = director.statistics()
