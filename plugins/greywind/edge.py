@@ -435,8 +435,9 @@ class Edge:
             return
         if message.from_self:
             # The bot's own message heard back: a reply to it is a reply to the bot, even one that
-            # comes before the platform has confirmed the send.
-            self.outbound.remember_own(message.message_id)
+            # comes before the platform has confirmed the send, and a send the platform did not
+            # answer in time went out.
+            self.outbound.heard_own(message.chat_id, message.message_id, message.text, message.time)
         else:
             message = await self._quiet_words(message, inbound.body)
         if message.addressed:

@@ -9,7 +9,8 @@
   ``bot.split_at`` characters, broken at line or sentence ends where possible.
 * :class:`Outbound` — ``await send(chat_id, text, reply_to=...)``: gate, split, rate limit, one retry on
   a failed send (without the quote, which may have been recalled; not after a timeout, when the part
-  may have gone out all the same and would be read twice), every part recorded through the
+  may have gone out all the same and would be read twice: it counts as sent when the platform's echo
+  of it came back meanwhile, :meth:`Outbound.heard_own`), every part recorded through the
   ``on_sent`` callback. Each chat's sends go through the account that owns it, and an account whose
   sends fail like a restricted account's is paused (:mod:`plugins.greywind.restriction`). Shadow mode
   sends nothing and records what would have been sent. Text goes out as a segment array, never as a
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -43,6 +44,10 @@ from plugins.greywind.restriction import (
 from runtime.kernel.message import ChatKey, ChatKind
 from runtime.ports.outbound import GateVerdict, SendResult, SentRecord
 from runtime.quiet import QUIET_IMPOSED, QuietBook
+
+# The bot's own messages heard back kept to tell whether a part the platform did not answer in time
+# went out: the last this many, over all chats.
+ECHOES_KEPT = 256
 
 __all__ = [
     "Account",
@@ -295,6 +300,7 @@ class Outbound:
         self.shadow_mode = shadow_mode
         self._listeners: list[Callable[[SentRecord], None]] = [on_sent] if on_sent else []
         self._own_ids: OrderedDict[str, None] = OrderedDict()
+        self._echoes: deque[tuple[str, str, str, float]] = deque(maxlen=ECHOES_KEPT)
         self._remember_ids = remember_ids
         self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
         self._sent_parts = 0
@@ -317,9 +323,25 @@ class Outbound:
         """Whether the bot sent ``message_id`` (recently: the last ``remember_ids`` parts)."""
         return message_id in self._own_ids
 
-    def remember_own(self, message_id: str) -> None:
-        """Know ``message_id`` as the bot's own: a part it sent, or its own message heard back (an
-        echo may come before the platform confirms the send, and a reply to it right after)."""
+    def heard_own(self, chat_id: str, message_id: str, text: str, at: float) -> None:
+        """The bot's own message heard back at ``at`` (an echo, ``message_sent``). Its id is known as
+        the bot's at once: the echo may come before the platform confirms the send, and a reply to it
+        right after. A part whose send the platform did not answer in time counts as sent when its
+        echo came."""
+        self._remember_own(message_id)
+        self._echoes.append((chat_id, text.strip(), message_id, at))
+
+    def _echo_of(self, chat_id: str, text: str, since: float) -> str | None:
+        """The id of an echo of ``text`` in ``chat_id`` heard at or after ``since`` (taken: one echo
+        answers for one part), or None."""
+        wanted = text.strip()
+        for index, (chat, said, message_id, at) in enumerate(self._echoes):
+            if chat == chat_id and said == wanted and at >= since:
+                del self._echoes[index]
+                return message_id
+        return None
+
+    def _remember_own(self, message_id: str) -> None:
         if not message_id:
             return
         own = self._own_ids
@@ -429,9 +451,17 @@ class Outbound:
                     return message_id, attempt, "sent"
                 except Exception as exc:  # the adapter's ActionFailed / NetworkError, a timeout, ...
                     reason = "failed"
+                    unanswered = is_timeout(exc)
+                    # Not answered in time, the part may have gone out all the same (a slow
+                    # implementation): its echo, come back while the call waited, says it did.
+                    echo = self._echo_of(chat_id, text, sent_at) if unanswered else None
+                    if echo is not None:
+                        outcome = Outcome.SENT
+                        log.info("send_echoed", chat_id=chat_id, account=account.self_id, message_id=echo)
+                        self._record(chat_id, text, echo, reply_to, shadow=False, at=sent_at)
+                        return echo, attempt, "sent"
                     if is_restriction_like(exc):
                         outcome = Outcome.RESTRICTED
-                    unanswered = is_timeout(exc)
                     log.warning(
                         "send_failed",
                         chat_id=chat_id,
@@ -442,8 +472,8 @@ class Outbound:
                         error=repr(exc)[:300],
                     )
                     if unanswered:
-                        # The part may have gone out all the same (a slow implementation): sent again,
-                        # the chat would read it twice. A restricted account would not take it either.
+                        # Sent again, the chat would read it twice if it did go out; a restricted
+                        # account would not take it either.
                         return None, attempt, "unanswered"
                 finally:
                     self.circuits.report(account.self_id, ticket, outcome)
@@ -463,7 +493,7 @@ class Outbound:
         at: float | None = None,
     ) -> None:
         if message_id:
-            self.remember_own(message_id)
+            self._remember_own(message_id)
         record = SentRecord(chat_id, text, message_id, self._clock() if at is None else at, reply_to, shadow)
         for listener in tuple(self._listeners):
             try:

@@ -342,15 +342,9 @@ class EpisodeDriver:
             self._finish(d, EventState.SKIPPED, "empty reminder")
             return
         leave_slot()
-        started = rt.clock()
-        reminder = f"提醒：{text}"
-        result = await rt.outbound.send(event.chat_id, reminder)
+        result = await rt.outbound.send(event.chat_id, f"提醒：{text}")
         now = rt.clock()
-        spoke = result.sent or result.reason == "shadow"
-        if result.reason == "unanswered" and self._heard_own(event.chat_id, reminder, started):
-            spoke = True  # the platform's echo of it came back: sent again, it would be read twice
-            log.info("reminder_echo_heard", chat_id=event.chat_id, event_id=event.id)
-        if self._spoke(d, spoke, forced=True):
+        if self._spoke(d, result.sent or result.reason == "shadow", forced=True):
             self._counts["reminders_sent"] += 1
             self._finish(d, EventState.REPLIED)
             log.info("reminder_sent", chat_id=event.chat_id, event_id=event.id, shadow=not result.sent)
@@ -363,14 +357,6 @@ class EpisodeDriver:
             log.info("reminder_postponed", reason=result.reason, retry_in=REMINDER_RETRY)
         else:
             self._finish(d, EventState.SKIPPED, f"send {result.reason}")
-
-    def _heard_own(self, chat_id: str, text: str, since: float) -> bool:
-        """Whether the platform reported a message of the bot's own with ``text`` in ``chat_id`` at or
-        after ``since`` (an echo, ``message_sent``): then a send it did not answer went out."""
-        return any(
-            m.from_self and m.time >= since and m.text.strip() == text
-            for m in self._rt.recent.recent(chat_id)
-        )
 
     def _spoke(self, d: Deliberation, spoke: bool, *, forced: bool) -> bool:
         """Whether the send spoke; if so the deliberation's speech is recorded (kernel and store).

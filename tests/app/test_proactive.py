@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from runtime.store.errors import StoreWriteError
-from tests.app.conftest import SELF_ID, FakeClock, make_config, running
+from tests.app.conftest import FakeClock, make_config, running
 from tests.support.fake_edge import FakeOutbound
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -98,27 +97,21 @@ async def test_a_reminder_due_before_the_account_reconnects_waits_for_the_connec
         assert outbound.texts("private:42") == ["提醒：该出门了"]
 
 
-@pytest.mark.parametrize("echoed", [True, False], ids=["its-echo-came-back", "no-echo"])
-async def test_a_reminder_the_platform_did_not_answer_is_sent_again_only_if_it_did_not_go_out(
-    openai_server: ScriptedOpenAIServer, data_dir: Path, echoed: bool
+async def test_a_reminder_the_platform_did_not_answer_is_sent_again(
+    openai_server: ScriptedOpenAIServer, data_dir: Path
 ) -> None:
-    # The send timed out; the platform's echo of it, when it comes, says it went out all the same.
+    # The send timed out, and no echo of it came back (the edge reports a part whose echo came back
+    # as sent): a promised reminder lost is worse than one read twice.
     openai_server.push(call("schedule_message", text="开会", delay_minutes=1), call("reply", text="好"))
     outbound = FakeOutbound()
     async with running(make_config(openai_server), data_dir, outbound=outbound) as h:
-
-        async def echo(chat_id: str, message_id: str, text: str) -> None:
-            own = h.message(text, chat=chat_id, sender=SELF_ID, message_id=message_id)
-            await h.runtime.on_message(replace(own, from_self=True))
-
-        outbound.echo = echo if echoed else None
         await h.say("灰风 一分钟后提醒大家开会", addressed=True)
         await h.settle()
         outbound.unanswered = 1
         await h.advance(61)
         await h.advance(60)
         assert [s.text for s in outbound.unconfirmed] == ["提醒：开会"]
-        assert outbound.texts() == ["好"] if echoed else ["好", "提醒：开会"]
+        assert outbound.texts() == ["好", "提醒：开会"]
 
 
 async def test_a_reminder_is_on_disk_after_the_periodic_save_before_any_stop(

@@ -87,6 +87,7 @@ class OneBotPeer:
         self._failures: dict[str, int] = {}
         self._failure_codes: dict[str, int] = {}
         self.answer_delay = 0.0  # seconds between recording a call and answering it
+        self._answering: set[asyncio.Task[None]] = set()
         self._ids = itertools.count(900_000)
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -121,6 +122,8 @@ class OneBotPeer:
         if self._ws is not None:
             with contextlib.suppress(Exception):
                 await self._ws.close()
+        for answering in tuple(self._answering):
+            answering.cancel()
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -221,7 +224,12 @@ class OneBotPeer:
                 except ValueError:
                     continue
                 if isinstance(request, dict) and "action" in request:
-                    await self._answer(request)
+                    if self.answer_delay:  # calls made meanwhile are read, and answered as late
+                        answering = asyncio.create_task(self._answer(request))
+                        self._answering.add(answering)
+                        answering.add_done_callback(self._answering.discard)
+                    else:
+                        await self._answer(request)
         except ConnectionClosed:
             pass
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from time import time as wall_clock
 from typing import Any
 
 import anyio
@@ -362,17 +363,78 @@ class UnansweredBot:
         await anyio.sleep_forever()
 
 
-@pytest.mark.anyio
-async def test_a_send_that_timed_out_is_not_sent_again() -> None:
-    # It may have gone out all the same: a second copy would be read twice in the chat.
-    bot = UnansweredBot()
+class EchoingBot:
+    """Never answers its first call, but the platform's echo of that part comes back meanwhile (a slow
+    implementation that did send it); answers every later call at once."""
+
+    def __init__(self) -> None:
+        self.outbound: Outbound | None = None
+        self.calls: list[str] = []
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        text = data["message"][-1]["data"]["text"]
+        self.calls.append(text)
+        if len(self.calls) == 1:
+            assert self.outbound is not None
+            self.outbound.heard_own("group:1", "700", text, wall_clock())
+            await anyio.sleep_forever()
+        return {"message_id": 700 + len(self.calls)}
+
+
+def slow_outbound(
+    bot: EchoingBot | UnansweredBot, records: list[SentRecord], *, split_at: int = 200
+) -> Outbound:
+    """Sends through ``bot`` with a send timeout of 50 ms and no wait before a retry."""
     outbound = Outbound(
         bot=lambda _chat: Account("10000", bot),
         bucket=TokenBucket(600, 10),
         gates=ChatGates(),
         retry_delay=0.0,
         send_timeout=0.05,
+        split_at=split_at,
+        max_reply_chars=600,
+        on_sent=records.append,
     )
+    if isinstance(bot, EchoingBot):
+        bot.outbound = outbound
+    return outbound
+
+
+@pytest.mark.anyio
+async def test_a_send_that_timed_out_is_not_sent_again() -> None:
+    # It may have gone out all the same: a second copy would be read twice in the chat.
+    bot = UnansweredBot()
+    outbound = slow_outbound(bot, [])
     result = await outbound.send("group:1", "这句只发一次")
     assert (result.sent, result.reason, result.attempts) == (False, "unanswered", 1)
     assert bot.calls == ["send_group_msg"]
+
+
+@pytest.mark.anyio
+async def test_a_part_not_answered_in_time_but_echoed_back_counts_as_sent_and_the_rest_follows() -> None:
+    bot = EchoingBot()
+    records: list[SentRecord] = []
+    outbound = slow_outbound(bot, records, split_at=4)
+    result = await outbound.send("group:1", "第一句。第二句。", reply_to="42")
+    assert (result.sent, result.reason) == (True, "sent")
+    assert result.parts == ("第一句。", "第二句。")
+    assert bot.calls == ["第一句。", "第二句。"]  # neither sent twice, the second not given up
+    assert result.message_ids == ("700", "702")
+    assert [(r.text, r.message_id, r.reply_to) for r in records] == [
+        ("第一句。", "700", "42"),
+        ("第二句。", "702", None),
+    ]
+    assert outbound.is_own_message("700")
+
+
+@pytest.mark.anyio
+async def test_an_echo_from_before_the_send_does_not_answer_for_it() -> None:
+    # The bot said the same words a minute ago: that echo says nothing of this send.
+    bot = UnansweredBot()
+    records: list[SentRecord] = []
+    outbound = slow_outbound(bot, records)
+    outbound.heard_own("group:1", "600", "好的", wall_clock() - 60)
+    outbound.heard_own("group:2", "601", "好的", wall_clock() + 1)  # another chat's
+    result = await outbound.send("group:1", "好的")
+    assert (result.sent, result.reason) == (False, "unanswered")
+    assert records == []

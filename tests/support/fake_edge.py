@@ -4,13 +4,13 @@
 records it (one part per send: splitting, rate limits, retries and accounts are the real edge's, and
 ``tests/edge`` tests them). Its gates hold quiet periods with the core's rule
 (:class:`runtime.quiet.QuietBook`); ``connected`` and ``fail`` stand for a lost connection and failed
-sends, ``unanswered`` for sends that go out but are never answered (their platform echo, if any, is
-``echo``'s to deliver); in shadow mode nothing is delivered and the would-be parts are recorded apart.
+sends, ``unanswered`` for sends that go out but are never answered nor echoed; in shadow mode nothing
+is delivered and the would-be parts are recorded apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio.lowlevel
@@ -68,10 +68,10 @@ class FakeOutbound:
         self.shadow_mode = shadow_mode
         self.connected = connected
         self.fail = fail  # the next ``fail`` sends fail
-        self.unanswered = 0  # the next ``unanswered`` sends go out, and the platform never answers them
+        # The next ``unanswered`` sends go out, and the platform neither answers them nor reports them
+        # back (a part whose echo came back the edge reports as sent).
+        self.unanswered = 0
         self.unconfirmed: list[Sent] = []  # those sends
-        # (chat id, message id, text) of each of them: the platform's echo, when a test delivers one
-        self.echo: Callable[[str, str, str], Awaitable[None]] | None = None
         self.gates = FakeGates()
         self.sent: list[Sent] = []
         self.shadow: list[SentRecord] = []
@@ -103,8 +103,6 @@ class FakeOutbound:
             self.unanswered -= 1
             self._next_id += 1
             self.unconfirmed.append(Sent(chat_id, text, reply_to, str(self._next_id), self.clock()))
-            if self.echo is not None:
-                await self.echo(chat_id, str(self._next_id), text)
             return SendResult(chat_id, False, "unanswered", attempts=1)
         if self.fail:
             self.fail -= 1
