@@ -328,6 +328,8 @@ class Outbound:
         the bot's at once: the echo may come before the platform confirms the send, and a reply to it
         right after. A part whose send the platform did not answer in time counts as sent when its
         echo came."""
+        if message_id in self._own_ids:
+            return  # its send was confirmed (or it was heard already): it tells nothing more
         self._remember_own(message_id)
         self._echoes.append((chat_id, text.strip(), message_id, at))
 
@@ -340,6 +342,14 @@ class Outbound:
                 del self._echoes[index]
                 return message_id
         return None
+
+    def _forget_echo(self, message_id: str) -> None:
+        """Drop the echo of a send now confirmed: it cannot answer for another part (the same words
+        sent again, unanswered, while it came late)."""
+        for index, echo in enumerate(self._echoes):
+            if echo[2] == message_id:
+                del self._echoes[index]
+                return
 
     def _remember_own(self, message_id: str) -> None:
         if not message_id:
@@ -494,6 +504,7 @@ class Outbound:
     ) -> None:
         if message_id:
             self._remember_own(message_id)
+            self._forget_echo(message_id)
         record = SentRecord(chat_id, text, message_id, self._clock() if at is None else at, reply_to, shadow)
         for listener in tuple(self._listeners):
             try:

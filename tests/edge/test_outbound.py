@@ -10,6 +10,7 @@ import pytest
 
 from plugins.greywind.outbound import (
     Account,
+    BotApi,
     ChatGates,
     Outbound,
     SentRecord,
@@ -381,9 +382,7 @@ class EchoingBot:
         return {"message_id": 700 + len(self.calls)}
 
 
-def slow_outbound(
-    bot: EchoingBot | UnansweredBot, records: list[SentRecord], *, split_at: int = 200
-) -> Outbound:
+def slow_outbound(bot: BotApi, records: list[SentRecord], *, split_at: int = 200) -> Outbound:
     """Sends through ``bot`` with a send timeout of 50 ms and no wait before a retry."""
     outbound = Outbound(
         bot=lambda _chat: Account("10000", bot),
@@ -395,7 +394,7 @@ def slow_outbound(
         max_reply_chars=600,
         on_sent=records.append,
     )
-    if isinstance(bot, EchoingBot):
+    if isinstance(bot, EchoingBot | LateEchoBot):
         bot.outbound = outbound
     return outbound
 
@@ -438,3 +437,33 @@ async def test_an_echo_from_before_the_send_does_not_answer_for_it() -> None:
     result = await outbound.send("group:1", "好的")
     assert (result.sent, result.reason) == (False, "unanswered")
     assert records == []
+
+
+class LateEchoBot:
+    """Answers its first call at once; the platform's echo of that part comes back late, while the
+    second call (the same words) waits, never to be answered."""
+
+    def __init__(self) -> None:
+        self.outbound: Outbound | None = None
+        self.calls: list[str] = []
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        text = data["message"][-1]["data"]["text"]
+        self.calls.append(text)
+        if len(self.calls) == 2:
+            assert self.outbound is not None
+            self.outbound.heard_own("group:1", "701", text, wall_clock())
+            await anyio.sleep_forever()
+        return {"message_id": 701}
+
+
+@pytest.mark.anyio
+async def test_the_late_echo_of_a_confirmed_send_does_not_answer_for_the_same_words_sent_again() -> None:
+    bot = LateEchoBot()
+    records: list[SentRecord] = []
+    outbound = slow_outbound(bot, records)
+    first = await outbound.send("group:1", "好")
+    second = await outbound.send("group:1", "好")
+    assert (first.sent, first.message_ids) == (True, ("701",))
+    assert (second.sent, second.reason) == (False, "unanswered")
+    assert [r.message_id for r in records] == ["701"]
