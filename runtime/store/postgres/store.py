@@ -38,7 +38,7 @@ from runtime.store.postgres.base import cleaned, log, pg
 from runtime.store.postgres.schema import migrate, quoted
 from runtime.store.postgres.search import text_match, vectors
 from runtime.store.postgres.tables import ContextTables, LayerTables
-from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy, StoreStatistics
+from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy
 from runtime.store.records import (
     DUPLICATE_WINDOW,
     ActivationDone,
@@ -158,6 +158,11 @@ def _statements(item: WriteItem, indexed: Iterator[IndexedText]) -> tuple[str, l
 class PostgresStore(ContextTables, LayerTables, LogQueries):
     """PostgreSQL backend of :class:`runtime.store.protocol.Store`. Create it with :meth:`open`."""
 
+    backend = "postgresql"
+    tables_sql = (
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+        "AND table_type = 'BASE TABLE' ORDER BY table_name"
+    )
     _leases: lease_.Leases | None = None
     _owns_none = False
 
@@ -266,28 +271,6 @@ class PostgresStore(ContextTables, LayerTables, LogQueries):
                 await self._leases.release()
         finally:
             await self._pool.close()
-
-    def statistics(self) -> StoreStatistics:
-        return StoreStatistics(
-            backend="postgresql",
-            messages=self._message_count,
-            batches_written=self._batches,
-            items_written=self._items,
-            write_failures=self._failures,
-            schema_version=self._version,
-        )
-
-    async def table_counts(self) -> dict[str, int]:
-        """Rows per table, for the CLI and the migration's check."""
-        names = await self._rows(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-            "AND table_type = 'BASE TABLE' ORDER BY table_name"
-        )
-        counts = {}
-        for (name,) in names:
-            row = await self._one(f'SELECT COUNT(*) FROM "{name}"')
-            counts[str(name)] = int(row[0]) if row else 0
-        return counts
 
     # -- batched writes ---------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import aiosqlite
 from runtime.config.store import StoreConfig
 from runtime.store.errors import PartlyWrittenError, StoreCorruptError
 from runtime.store.paths import data_dir_from_env
-from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy, StoreStatistics
+from runtime.store.protocol import DEFAULT_RESTORE, RestorePolicy
 from runtime.store.records import (
     DUPLICATE_WINDOW,
     ActivationDone,
@@ -201,6 +201,12 @@ def message_search_sql(
 class SqliteStore(ContextTables, LayerTables, LogQueries):
     """SQLite backend of :class:`runtime.store.protocol.Store`. Create it with :meth:`open`."""
 
+    backend = "sqlite"
+    tables_sql = (
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "AND name NOT LIKE '%fts%' ORDER BY name"
+    )
+
     @classmethod
     async def open(cls, path: Path | str | None = None, *, config: StoreConfig | None = None) -> SqliteStore:
         """Open (creating if needed) the database and bring its schema up to date.
@@ -246,28 +252,6 @@ class SqliteStore(ContextTables, LayerTables, LogQueries):
         store._message_count = await store.count_messages()
         log.info("store.opened", path=str(file), schema_version=version, messages=store._message_count)
         return store
-
-    def statistics(self) -> StoreStatistics:
-        return StoreStatistics(
-            backend="sqlite",
-            messages=self._message_count,
-            batches_written=self._batches,
-            items_written=self._items,
-            write_failures=self._failures,
-            schema_version=self._version,
-        )
-
-    async def table_counts(self) -> dict[str, int]:
-        """Rows per table (FTS shadow tables left out), for the admin status and the CLI."""
-        names = await self._rows(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "AND name NOT LIKE '%fts%' ORDER BY name"
-        )
-        counts = {}
-        for (name,) in names:
-            row = await self._one(f'SELECT COUNT(*) FROM "{name}"')
-            counts[str(name)] = int(row[0]) if row else 0
-        return counts
 
     async def unbound_chats(self) -> list[str]:
         """The chat ids held without their account (``group:123``), written before keys named it."""
