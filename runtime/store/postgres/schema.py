@@ -19,11 +19,11 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from runtime.store.errors import MigrationError, SchemaTooNewError
+from runtime.store.sql.migrations import Migration
+from runtime.store.sql.migrations import load_migrations as load_package_migrations
 
 __all__ = [
     "LATEST_VERSION",
@@ -36,7 +36,6 @@ __all__ = [
     "quoted",
 ]
 
-_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 #: The advisory lock key the home schema's migrations run under ("GreyWind" in ASCII, as a number).
 MIGRATION_LOCK = 0x47726579_57696E64
 _ACCOUNT = re.compile(r"^[0-9]{1,20}$")
@@ -62,26 +61,9 @@ def migration_lock(schema: str | None) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
-
-
 def load_migrations() -> list[Migration]:
-    found: list[Migration] = []
-    folder = resources.files("runtime.store.postgres") / "migrations"
-    for entry in folder.iterdir():
-        m = _MIGRATION_NAME.match(entry.name)
-        if m:
-            found.append(Migration(int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
-    found.sort(key=lambda mig: mig.version)
-    if not found or [mig.version for mig in found] != list(range(1, len(found) + 1)):
-        raise MigrationError(
-            0, f"postgres migration scripts are not numbered 1..n: {[m.name for m in found]}"
-        )
-    return found
+    """The shipped migration scripts, in version order (see :mod:`runtime.store.sql.migrations`)."""
+    return load_package_migrations("runtime.store.postgres")
 
 
 LATEST_VERSION = len(load_migrations())

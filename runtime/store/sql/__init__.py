@@ -9,6 +9,7 @@ PostgreSQL base numbers them as ``$n``) and the table methods whose SQL both dia
     context.py      topic threads, sessions, transcripts, handoffs, tasks, memories' plain reads
     layer.py        memory summaries, the token ledger, user profiles, episodes, tool calls
     log.py          messages, events, scheduled activations, the speech log, lexicon terms
+    migrations.py   the numbered migration scripts a backend ships (each applies them its own way)
 
 A backend's table group inherits the shared one before its base (``class ContextTables(ContextQueries,
 SqliteBase)``) and defines only what its dialect does differently: full-text search, transactions of

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,34 +25,17 @@ from runtime.store.errors import (
     StoreCorruptError,
     StoreLockedError,
 )
+from runtime.store.sql.migrations import Migration
+from runtime.store.sql.migrations import load_migrations as load_package_migrations
 
 DB_FILENAME = "greywind.sqlite3"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
-_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
 
 
 def load_migrations() -> list[Migration]:
-    """The shipped migration scripts, in version order (versions must be 1, 2, 3... without gaps)."""
-    found: list[Migration] = []
-    folder = resources.files("runtime.store.sqlite") / "migrations"
-    for entry in folder.iterdir():
-        m = _MIGRATION_NAME.match(entry.name)
-        if m:
-            found.append(Migration(int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
-    found.sort(key=lambda mig: mig.version)
-    if not found:
-        raise MigrationError(0, "no migration scripts found (runtime/store/sqlite/migrations/*.sql)")
-    if [mig.version for mig in found] != list(range(1, len(found) + 1)):
-        raise MigrationError(0, f"migration scripts are not numbered 1..n: {[m.name for m in found]}")
-    return found
+    """The shipped migration scripts, in version order (see :mod:`runtime.store.sql.migrations`)."""
+    return load_package_migrations("runtime.store.sqlite")
 
 
 LATEST_VERSION = len(load_migrations())
