@@ -10,7 +10,8 @@
 * :class:`Outbound` — ``await send(chat_id, text, reply_to=...)``: gate, split, rate limit, one retry on
   a failed send (without the quote, which may have been recalled; not after a timeout, when the part
   may have gone out all the same and would be read twice: it counts as sent when the platform's echo
-  of it came back meanwhile, :meth:`Outbound.heard_own`), every part recorded through the
+  of it came back meanwhile, :meth:`Outbound.heard_own`, and is retried only in a chat whose echoes
+  come), every part recorded through the
   ``on_sent`` callback. Each chat's sends go through the account that owns it, and an account whose
   sends fail like a restricted account's is paused (:mod:`plugins.greywind.restriction`). Shadow mode
   sends nothing and records what would have been sent. Text goes out as a segment array, never as a
@@ -301,6 +302,8 @@ class Outbound:
         self._listeners: list[Callable[[SentRecord], None]] = [on_sent] if on_sent else []
         self._own_ids: OrderedDict[str, None] = OrderedDict()
         self._echoes: deque[tuple[str, str, str, float]] = deque(maxlen=ECHOES_KEPT)
+        # The chats whose own messages the platform reports back (the last ``remember_ids``).
+        self._echo_chats: OrderedDict[str, None] = OrderedDict()
         self._remember_ids = remember_ids
         self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
         self._sent_parts = 0
@@ -327,7 +330,13 @@ class Outbound:
         """The bot's own message heard back at ``at`` (an echo, ``message_sent``). Its id is known as
         the bot's at once: the echo may come before the platform confirms the send, and a reply to it
         right after. A part whose send the platform did not answer in time counts as sent when its
-        echo came."""
+        echo came; in a chat whose echoes come, one that did not come means the part did not go out.
+        """
+        chats = self._echo_chats
+        chats[chat_id] = None
+        chats.move_to_end(chat_id)
+        if len(chats) > self._remember_ids:
+            chats.popitem(last=False)
         if message_id in self._own_ids:
             return  # its send was confirmed (or it was heard already): it tells nothing more
         self._remember_own(message_id)
@@ -435,6 +444,7 @@ class Outbound:
         else:
             api, target = "send_private_msg", {"user_id": int(key.ident)}
         reason = "failed"
+        unanswered_since: float | None = None  # when the first attempt, not answered, was handed over
         for attempt in (1, 2):
             # The retry drops the quote: a recalled or expired quoted message is a common cause of failure.
             quote = [{"type": "reply", "data": {"id": reply_to}}] if reply_to and attempt == 1 else []
@@ -467,8 +477,7 @@ class Outbound:
                     echo = self._echo_of(chat_id, text, sent_at) if unanswered else None
                     if echo is not None:
                         outcome = Outcome.SENT
-                        log.info("send_echoed", chat_id=chat_id, account=account.self_id, message_id=echo)
-                        self._record(chat_id, text, echo, reply_to, shadow=False, at=sent_at)
+                        self._echoed(chat_id, text, echo, reply_to, sent_at)
                         return echo, attempt, "sent"
                     if is_restriction_like(exc):
                         outcome = Outcome.RESTRICTED
@@ -482,15 +491,31 @@ class Outbound:
                         error=repr(exc)[:300],
                     )
                     if unanswered:
-                        # Sent again, the chat would read it twice if it did go out; a restricted
-                        # account would not take it either.
-                        return None, attempt, "unanswered"
+                        if chat_id not in self._echo_chats:
+                            # The platform does not report this chat's own messages: the part may
+                            # have gone out, and sent again the chat would read it twice (a
+                            # restricted account would not take it either).
+                            return None, attempt, "unanswered"
+                        # This chat's own messages come back and this one has not: it did not go
+                        # out. Tried again once, unless its echo comes in the meantime after all.
+                        reason = "unanswered"
+                        unanswered_since = sent_at if unanswered_since is None else unanswered_since
                 finally:
                     self.circuits.report(account.self_id, ticket, outcome)
             if attempt == 1:
                 self._retries += 1
                 await self._sleep(self._retry_delay)
+                if unanswered_since is not None:
+                    echo = self._echo_of(chat_id, text, unanswered_since)
+                    if echo is not None:
+                        self._echoed(chat_id, text, echo, reply_to, unanswered_since)
+                        return echo, attempt, "sent"
         return None, 2, reason
+
+    def _echoed(self, chat_id: str, text: str, echo: str, reply_to: str | None, at: float) -> None:
+        """A part the platform did not answer, sent all the same: its echo ``echo`` came back."""
+        log.info("send_echoed", chat_id=chat_id, message_id=echo)
+        self._record(chat_id, text, echo, reply_to, shadow=False, at=at)
 
     def _record(
         self,

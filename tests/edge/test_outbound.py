@@ -13,6 +13,7 @@ from plugins.greywind.outbound import (
     BotApi,
     ChatGates,
     Outbound,
+    SendResult,
     SentRecord,
     TokenBucket,
     split_reply,
@@ -382,19 +383,21 @@ class EchoingBot:
         return {"message_id": 700 + len(self.calls)}
 
 
-def slow_outbound(bot: BotApi, records: list[SentRecord], *, split_at: int = 200) -> Outbound:
+def slow_outbound(
+    bot: BotApi, records: list[SentRecord], *, split_at: int = 200, retry_delay: float = 0.0
+) -> Outbound:
     """Sends through ``bot`` with a send timeout of 50 ms and no wait before a retry."""
     outbound = Outbound(
         bot=lambda _chat: Account("10000", bot),
         bucket=TokenBucket(600, 10),
         gates=ChatGates(),
-        retry_delay=0.0,
+        retry_delay=retry_delay,
         send_timeout=0.05,
         split_at=split_at,
         max_reply_chars=600,
         on_sent=records.append,
     )
-    if isinstance(bot, EchoingBot | LateEchoBot):
+    if isinstance(bot, EchoingBot | LateEchoBot | LosingBot):
         bot.outbound = outbound
     return outbound
 
@@ -454,7 +457,7 @@ class LateEchoBot:
             assert self.outbound is not None
             self.outbound.heard_own("group:1", "701", text, wall_clock())
             await anyio.sleep_forever()
-        return {"message_id": 701}
+        return {"message_id": 700 + len(self.calls)}
 
 
 @pytest.mark.anyio
@@ -465,5 +468,66 @@ async def test_the_late_echo_of_a_confirmed_send_does_not_answer_for_the_same_wo
     first = await outbound.send("group:1", "好")
     second = await outbound.send("group:1", "好")
     assert (first.sent, first.message_ids) == (True, ("701",))
-    assert (second.sent, second.reason) == (False, "unanswered")
-    assert [r.message_id for r in records] == ["701"]
+    # Not vouched for by 701's echo: the chat's echoes come and this part's did not, so it is sent
+    # again (and answered this time).
+    assert (second.sent, second.message_ids, second.attempts) == (True, ("703",), 2)
+    assert [r.message_id for r in records] == ["701", "703"]
+
+
+class LosingBot:
+    """The platform reports this chat's own messages back; it loses the first call (never answered,
+    never sent, so no echo) and answers the rest at once, echoing each; with ``late_echo`` the first
+    call did go out after all, and its echo comes while the bot waits to try again."""
+
+    def __init__(self, *, late_echo: bool = False) -> None:
+        self.outbound: Outbound | None = None
+        self.late_echo = late_echo
+        self.task_group: Any = None
+        self.calls: list[list[dict[str, Any]]] = []
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        assert self.outbound is not None
+        self.calls.append(data["message"])
+        text = data["message"][-1]["data"]["text"]
+        if len(self.calls) == 2:  # the first call
+            if self.late_echo:
+                outbound = self.outbound
+
+                async def echo_later() -> None:
+                    await anyio.sleep(0.08)  # after the 50 ms timeout, within the retry's wait
+                    outbound.heard_own("group:1", "800", text, wall_clock())
+
+                self.task_group.start_soon(echo_later)
+            await anyio.sleep_forever()
+        message_id = str(800 + len(self.calls))
+        self.outbound.heard_own("group:1", message_id, text, wall_clock())
+        return {"message_id": message_id}
+
+
+async def lose_one(bot: LosingBot) -> tuple[SendResult, list[SentRecord]]:
+    records: list[SentRecord] = []
+    outbound = slow_outbound(bot, records, retry_delay=0.2)
+    async with anyio.create_task_group() as tg:
+        bot.task_group = tg
+        await outbound.send("group:1", "早上好")  # echoed: this chat's own messages come back
+        result = await outbound.send("group:1", "明天见", reply_to="42")
+    return result, records
+
+
+@pytest.mark.anyio
+async def test_in_a_chat_whose_echoes_come_a_part_neither_answered_nor_echoed_is_sent_again() -> None:
+    bot = LosingBot()
+    result, records = await lose_one(bot)
+    assert (result.sent, result.attempts, result.message_ids) == (True, 2, ("803",))
+    assert [seg["type"] for seg in bot.calls[1]] == ["reply", "text"]
+    assert [seg["type"] for seg in bot.calls[2]] == ["text"]  # the retry drops the quote
+    assert [r.text for r in records] == ["早上好", "明天见"]
+
+
+@pytest.mark.anyio
+async def test_a_lost_looking_part_whose_echo_comes_before_the_retry_is_not_sent_again() -> None:
+    bot = LosingBot(late_echo=True)
+    result, records = await lose_one(bot)
+    assert (result.sent, result.message_ids) == (True, ("800",))
+    assert len(bot.calls) == 2  # no third call: it did go out
+    assert [(r.text, r.reply_to) for r in records][-1] == ("明天见", "42")
