@@ -332,14 +332,11 @@ class Outbound:
         right after. A part whose send the platform did not answer in time counts as sent when its
         echo came; in a chat whose echoes come, one that did not come means the part did not go out.
         """
-        chats = self._echo_chats
-        chats[chat_id] = None
-        chats.move_to_end(chat_id)
-        if len(chats) > self._remember_ids:
-            chats.popitem(last=False)
+        _keep_recent(self._echo_chats, chat_id, self._remember_ids)
         if message_id in self._own_ids:
             return  # its send was confirmed (or it was heard already): it tells nothing more
-        self._remember_own(message_id)
+        if message_id:
+            _keep_recent(self._own_ids, message_id, self._remember_ids)
         self._echoes.append((chat_id, text.strip(), message_id, at))
 
     def _echo_of(self, chat_id: str, text: str, since: float) -> str | None:
@@ -359,15 +356,6 @@ class Outbound:
             if echo[2] == message_id:
                 del self._echoes[index]
                 return
-
-    def _remember_own(self, message_id: str) -> None:
-        if not message_id:
-            return
-        own = self._own_ids
-        own[message_id] = None
-        own.move_to_end(message_id)
-        while len(own) > self._remember_ids:
-            own.popitem(last=False)
 
     def gate(self, chat_id: str) -> GateVerdict:
         """The chat's gate, closed (``restricted``) too while its account's sends are paused."""
@@ -499,7 +487,7 @@ class Outbound:
                         # This chat's own messages come back and this one has not: it did not go
                         # out. Tried again once, unless its echo comes in the meantime after all.
                         reason = "unanswered"
-                        unanswered_since = sent_at if unanswered_since is None else unanswered_since
+                        unanswered_since = sent_at
                 finally:
                     self.circuits.report(account.self_id, ticket, outcome)
             if attempt == 1:
@@ -528,7 +516,7 @@ class Outbound:
         at: float | None = None,
     ) -> None:
         if message_id:
-            self._remember_own(message_id)
+            _keep_recent(self._own_ids, message_id, self._remember_ids)
             self._forget_echo(message_id)
         record = SentRecord(chat_id, text, message_id, self._clock() if at is None else at, reply_to, shadow)
         for listener in tuple(self._listeners):
@@ -553,6 +541,14 @@ class Outbound:
             rate=self.bucket.statistics(),
             accounts=self.circuits.statistics(),
         )
+
+
+def _keep_recent(recent: OrderedDict[str, None], key: str, most: int) -> None:
+    """Note ``key`` as the most recent of ``recent``, which keeps the last ``most``."""
+    recent[key] = None
+    recent.move_to_end(key)
+    while len(recent) > most:
+        recent.popitem(last=False)
 
 
 def _message_id(result: Any) -> str:

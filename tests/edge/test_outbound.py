@@ -366,19 +366,21 @@ class UnansweredBot:
 
 
 class EchoingBot:
-    """Never answers its first call, but the platform's echo of that part comes back meanwhile (a slow
-    implementation that did send it); answers every later call at once."""
+    """Never answers call number ``hang``, but an echo with that call's words and id ``echo`` comes back
+    while it waits; answers every other call at once (ids 700 + the call's number)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hang: int = 1, echo: str = "700") -> None:
         self.outbound: Outbound | None = None
+        self.hang = hang
+        self.echo = echo
         self.calls: list[str] = []
 
     async def call_api(self, api: str, **data: Any) -> Any:
         text = data["message"][-1]["data"]["text"]
         self.calls.append(text)
-        if len(self.calls) == 1:
+        if len(self.calls) == self.hang:
             assert self.outbound is not None
-            self.outbound.heard_own("group:1", "700", text, wall_clock())
+            self.outbound.heard_own("group:1", self.echo, text, wall_clock())
             await anyio.sleep_forever()
         return {"message_id": 700 + len(self.calls)}
 
@@ -397,7 +399,7 @@ def slow_outbound(
         max_reply_chars=600,
         on_sent=records.append,
     )
-    if isinstance(bot, EchoingBot | LateEchoBot | LosingBot):
+    if isinstance(bot, EchoingBot | LosingBot):
         bot.outbound = outbound
     return outbound
 
@@ -442,27 +444,11 @@ async def test_an_echo_from_before_the_send_does_not_answer_for_it() -> None:
     assert records == []
 
 
-class LateEchoBot:
-    """Answers its first call at once; the platform's echo of that part comes back late, while the
-    second call (the same words) waits, never to be answered."""
-
-    def __init__(self) -> None:
-        self.outbound: Outbound | None = None
-        self.calls: list[str] = []
-
-    async def call_api(self, api: str, **data: Any) -> Any:
-        text = data["message"][-1]["data"]["text"]
-        self.calls.append(text)
-        if len(self.calls) == 2:
-            assert self.outbound is not None
-            self.outbound.heard_own("group:1", "701", text, wall_clock())
-            await anyio.sleep_forever()
-        return {"message_id": 700 + len(self.calls)}
-
-
 @pytest.mark.anyio
 async def test_the_late_echo_of_a_confirmed_send_does_not_answer_for_the_same_words_sent_again() -> None:
-    bot = LateEchoBot()
+    # The first call is answered at once (701); its echo comes late, while the second call (the
+    # same words) waits, never to be answered.
+    bot = EchoingBot(hang=2, echo="701")
     records: list[SentRecord] = []
     outbound = slow_outbound(bot, records)
     first = await outbound.send("group:1", "好")
