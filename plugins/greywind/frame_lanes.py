@@ -4,7 +4,12 @@ Under a flood the frame guard holds events as raw frames. Most of them are chatt
 and, past the backlog's cap, be dropped. A few ask for the bot, as the edge will tell them addressed:
 a private message, an @ of the bot, a reply to one of the bot's own recent messages, text opening with
 the persona's name, a command, a poke of the bot. Those take the priority lane: handed to NoneBot
-first and never dropped to make room for chatter. A reply to someone else, or the name in passing,
+first and never dropped to make room for chatter. So does the bot's own message heard back (an echo
+from its own account, or a ``message_sent`` report): the outbound reads it as the proof that a send
+the platform did not answer in time went out, and resends a part whose echo has not come within
+``send_timeout_ms`` plus ``retry_delay_ms``; an echo held behind a flood of chatter, or dropped with
+it, would have the bot say the same thing twice. The bot's own messages are few (each is one of its
+sends), so they keep the lane small. A reply to someone else, or the name in passing,
 is chatter here (the kernel still weighs it, in its chat's order). The test looks only at the parsed
 frame's top level and its segments (a few dict lookups per segment), so it costs next to nothing
 beside the JSON parse the guard does anyway. Anyone's text starting with the command prefix counts;
@@ -54,6 +59,8 @@ def is_priority(event: Mapping[str, object], rules: LaneRules) -> bool:
     """True for an event that asks for the bot (see the module docstring)."""
     post_type = event.get("post_type")
     self_id = str(event.get("self_id", ""))
+    if post_type == "message_sent" or (post_type == "message" and str(event.get("user_id", "")) == self_id):
+        return bool(self_id)
     if post_type == "message":
         if event.get("message_type") == "private":
             return True

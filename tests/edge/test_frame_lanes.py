@@ -19,6 +19,10 @@ RULES = LaneRules(
 )
 
 
+# The bot's own message as a ``message_sent`` report.
+SENT = {**ob.group_message(self_id=10, group_id=2, user_id=10, message="好"), "post_type": "message_sent"}
+
+
 def group(message: list[ob.Segment] | str) -> dict[str, object]:
     return ob.group_message(self_id=10, group_id=2, user_id=3, message=message)
 
@@ -46,6 +50,9 @@ def group(message: list[ob.Segment] | str) -> dict[str, object]:
         (group("[CQ:reply,id=6][CQ:at,qq=11] 灰风你说呢"), True),
         (group("听说灰风也玩"), False),
         (ob.private_message(self_id=10, user_id=3, message=[ob.text("hi")]), True),
+        # The bot's own message heard back: the outbound waits for it before it resends a part.
+        (ob.group_message(self_id=10, group_id=2, user_id=10, message=[ob.text("好")]), True),
+        (SENT, True),
         (ob.poke(self_id=10, user_id=3, target_id=10, group_id=2), True),
         (ob.poke(self_id=10, user_id=3, target_id=4, group_id=2), False),
         ({"post_type": "meta_event", "meta_event_type": "heartbeat", "self_id": 10}, False),
