@@ -195,9 +195,11 @@ class ModelProcess:
 # ------------------------------------------------------------------------------------- measuring
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used (``/proc/<pid>/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU time the process (or one of its threads) has used (``/proc/<pid>/stat``).
+    The event loop's thread is the main thread, whose id is the process's."""
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat")
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

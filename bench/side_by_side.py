@@ -24,7 +24,9 @@ Printed for each bot, and their ratio:
   ``/lag`` in private) and the **longest full garbage collection**;
 - **RSS** every tenth of the stream and at the end, and its growth per 1,000 messages over the
   first and the second half (what is left of it once the caps are full); the **CPU per message** in
-  each tenth of the stream (a cost that grows with what is stored or held rises along it).
+  each tenth of the stream (a cost that grows with what is stored or held rises along it), and the
+  same split into the event loop's thread and the others (the store's writer and readers, worker
+  threads): which side a rise is on.
 
 ``--baseline DIR`` drives a third bot, the ``bot.py`` of another tree (``git archive <commit> | tar -x
 -C DIR``), with its own model server: what a change bought, measured in one run. ``--soak`` is the
@@ -52,6 +54,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -111,6 +114,7 @@ class Target:
     cpu: float = 0.0
     rss: list[float] = field(default_factory=list)
     cpu_marks: list[float] = field(default_factory=list)  # CPU seconds at the start and every tenth
+    loop_cpu_marks: list[float] = field(default_factory=list)  # the same, the event loop's thread alone
     stall_ms: float = float("nan")
     gc_full: int = 0
     gc_longest_ms: float = float("nan")
@@ -178,8 +182,14 @@ async def drive(args: argparse.Namespace, targets: list[Target]) -> float:
         if n % tenth == 0:
             for target in targets:
                 target.rss.append(rss_mb(target.pid))
-                target.cpu_marks.append(cpu_seconds(target.pid))
+                mark_cpu(target)
     return time.monotonic() - started
+
+
+def mark_cpu(target: Target) -> None:
+    """Note the bot's CPU seconds so far, the whole process's and its event loop's thread's."""
+    target.cpu_marks.append(cpu_seconds(target.pid))
+    target.loop_cpu_marks.append(cpu_seconds(target.pid, target.pid))
 
 
 async def wait_answered(targets: list[Target], within: float) -> None:
@@ -331,10 +341,13 @@ def report(args: argparse.Namespace, targets: list[Target], took: float) -> Figu
         print(plateau_line(target.rss, args.messages))
         if len(target.cpu_marks) > 1:
             tenth = args.messages / (len(target.cpu_marks) - 1) / 1000  # thousands of messages
-            steps = zip(target.cpu_marks, target.cpu_marks[1:], strict=False)
+            loop = [(b - a) / tenth for a, b in itertools.pairwise(target.loop_cpu_marks)]
+            whole = [(b - a) / tenth for a, b in itertools.pairwise(target.cpu_marks)]
+            print("  CPU ms per message by tenth of the stream: " + " ".join(f"{ms:.2f}" for ms in whole))
+            print("    the event loop's thread: " + " ".join(f"{ms:.2f}" for ms in loop))
             print(
-                "  CPU ms per message by tenth of the stream: "
-                + " ".join(f"{(b - a) / tenth:.2f}" for a, b in steps)
+                "    the other threads: "
+                + " ".join(f"{ms - on_loop:.2f}" for ms, on_loop in zip(whole, loop, strict=True))
             )
     for target in targets:
         if bare is not None and target is not bare and per_message[bare.name]:
@@ -527,8 +540,8 @@ async def run(args: argparse.Namespace) -> Figures:
                 await asyncio.sleep(1.5)  # registered by every bot
                 for target in targets:
                     target.rss.append(rss_mb(target.pid))
-                    target.cpu_start = cpu_seconds(target.pid)
-                    target.cpu_marks.append(target.cpu_start)
+                    mark_cpu(target)
+                    target.cpu_start = target.cpu_marks[0]
                 spy = start_profile(args, bot.pid, args.messages / args.rate)
                 print(f"streaming {args.messages:,} messages at {args.rate:,.0f}/s ...")
                 took = await drive(args, targets)
