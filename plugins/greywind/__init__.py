@@ -43,6 +43,7 @@ from plugins.greywind.console import mount_console
 from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext, RuntimeGateway, use_runtime
 from plugins.greywind.onebot_guard import GuardedAdapter
+from plugins.greywind.sent_events import hear_sent_messages
 from runtime.config import config_path, load_config
 from runtime.logs import note_shutdown
 from runtime.ports import ConsoleSite
@@ -62,6 +63,7 @@ log = structlog.get_logger("greywind.plugin")
 
 driver = get_driver()
 _edge: Edge | None = None
+hear_sent_messages()  # the bot's own messages reported back (``message_sent``) reach the edge
 
 
 def current_edge() -> Edge | None:

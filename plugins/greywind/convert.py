@@ -201,9 +201,15 @@ def convert_message(event: MessageEvent, rules: AddressingRules, *, now: float) 
 
     text, truncated = truncate_text(full, rules.max_chars)
     body, _ = truncate_text(body, rules.max_chars)
-    chat_ident = str(event.group_id) if isinstance(event, GroupMessageEvent) else str(event.user_id)
     sender_id = clean_text(str(event.user_id))
     from_self = sender_id == rules.self_id
+    if isinstance(event, GroupMessageEvent):
+        chat_ident = str(event.group_id)
+    else:
+        # The bot's own private message reported back names the person it went to (``target_id``);
+        # its ``user_id`` is the bot's.
+        target = getattr(event, "target_id", None) if from_self else None
+        chat_ident = str(target if target is not None else event.user_id)
     message = ChatMessage(
         message_id=clean_text(str(event.message_id)),
         chat_kind=ChatKind.PRIVATE if private else ChatKind.GROUP,

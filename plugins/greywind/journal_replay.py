@@ -47,10 +47,11 @@ _BATCH = 500
 
 
 def event_key(event: MessageEvent) -> JournalKey | None:
-    """The journal key of a parsed message event (the same as :func:`frame_key` of its frame)."""
+    """The journal key of a parsed message event (the same as :func:`frame_key` of its frame): None
+    for the bot's own message reported back (``message_sent``), which is not journaled."""
     return frame_key(
         {
-            "post_type": "message",
+            "post_type": event.post_type,
             "self_id": event.self_id,
             "message_type": event.message_type,
             "group_id": getattr(event, "group_id", None),

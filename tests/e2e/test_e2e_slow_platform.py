@@ -1,8 +1,9 @@
 """An implementation that sends but answers the send calls late, through the real ``bot.py``.
 
-It reports each of the bot's messages back (an echo) at once, and answers the call only after the
-bot's ``send_timeout_ms``. The echo says the part went out: the reply's other parts follow, each sent
-once. Without it the bot cannot tell, and stops rather than risk a part read twice.
+It reports each of the bot's messages back at once, and answers the call only after the bot's
+``send_timeout_ms``. The report says the part went out, whichever way it comes: an echo (a group
+message from the bot's own account) or a ``message_sent`` event. The reply's other parts follow, each
+sent once. Without it the bot cannot tell, and stops rather than risk a part read twice.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ def in_group(call: ApiCall) -> bool:
     return call.action == "send_group_msg" and call.params.get("group_id") == GROUP
 
 
-async def echo_each_send(peer: OneBotPeer, *, echo: bool, within: float) -> list[str]:
-    """The texts the bot sends to the group, echoing each back at once when ``echo``; ends when the
-    bot has sent nothing for ``within`` seconds."""
+async def echo_each_send(peer: OneBotPeer, *, report: str | None, within: float) -> list[str]:
+    """The texts the bot sends to the group, each reported back at once as an event of ``report``'s
+    ``post_type`` (none when None); ends when the bot has sent nothing for ``within`` seconds."""
     texts: list[str] = []
     after = 0
     while True:
@@ -53,7 +54,7 @@ async def echo_each_send(peer: OneBotPeer, *, echo: bool, within: float) -> list
             return texts
         after = peer.calls.index(call) + 1
         texts.append(call.text)
-        if echo:
+        if report is not None:
             event = ob.group_message(
                 self_id=SELF_ID,
                 group_id=GROUP,
@@ -61,20 +62,20 @@ async def echo_each_send(peer: OneBotPeer, *, echo: bool, within: float) -> list
                 message=[ob.text(call.text)],
                 message_id=int(call.answer["data"]["message_id"]),
             )
-            await peer.post(event)
+            await peer.post({**event, "post_type": report})
 
 
-@pytest.mark.parametrize("echo", [True, False], ids=["echoed", "not-echoed"])
+@pytest.mark.parametrize("report", ["message", "message_sent", None], ids=["echoed", "reported", "not-reported"])
 async def test_a_reply_whose_sends_are_answered_late_goes_out_whole_when_the_echoes_come_back(
-    start_bot: StartBot, openai_server: ScriptedOpenAIServer, echo: bool
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer, report: str | None
 ) -> None:
     openai_server.load({"default": reply_call(ANSWER)})
     bot = start_bot(model=openai_server, config=CONFIG)
     async with connected_peer(bot, self_id=SELF_ID) as peer:
         peer.answer_delay = 2.0  # past send_timeout_ms: every send call times out
         await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), " 明天几点开会？")
-        sent = await echo_each_send(peer, echo=echo, within=8.0)
-    if echo:
+        sent = await echo_each_send(peer, report=report, within=8.0)
+    if report is not None:
         assert len(sent) >= 3, sent  # split in parts of about SPLIT_AT characters
         assert "".join(sent) == ANSWER  # every part, once, in order
     else:

@@ -6,6 +6,7 @@ import pytest
 from nonebot.adapters.onebot.v11 import PokeNotifyEvent
 
 from plugins.greywind.convert import AddressingRules, convert_message, convert_poke, opens_with_name
+from plugins.greywind.sent_events import hear_sent_messages
 from runtime.kernel.message import ChatKind
 from tests.edge.helpers import GROUP, SELF_ID, as_adapter_delivers, parse
 from tests.support import onebot_events as ob
@@ -192,6 +193,31 @@ async def test_own_messages_are_marked_from_self() -> None:
 async def test_the_bots_own_private_echo_is_not_addressed() -> None:
     payload = ob.private_message(self_id=SELF_ID, user_id=SELF_ID, message=[ob.text("我自己说的")])
     msg = convert_message(await as_adapter_delivers(payload), RULES, now=NOW).message
+    assert msg.from_self
+    assert not msg.addressed
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["group", "private"])
+async def test_the_bots_own_message_reported_as_message_sent_is_heard_in_its_chat(kind: str) -> None:
+    """Implementations that report the bot's own messages send them as ``message_sent`` events, which
+    the adapter alone parses as a bare event the edge never hears."""
+    hear_sent_messages()
+    if kind == "group":
+        payload = ob.group_message(
+            self_id=SELF_ID, group_id=GROUP, user_id=SELF_ID, message=[ob.at(42), ob.text(" 好")]
+        )
+        chat = f"qq:{SELF_ID}:group:{GROUP}"
+    else:
+        payload = {
+            **ob.private_message(self_id=SELF_ID, user_id=SELF_ID, message=[ob.text("好")]),
+            "target_id": 42,
+        }
+        chat = f"qq:{SELF_ID}:private:42"  # the person it went to, not the bot's own id
+    event = await as_adapter_delivers({**payload, "post_type": "message_sent"})
+    assert event.get_type() == "message_sent", "other plugins' message matchers do not take it"
+    msg = convert_message(event, RULES, now=NOW).message
+    assert msg.chat_id == chat
     assert msg.from_self
     assert not msg.addressed
 

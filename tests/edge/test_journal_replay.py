@@ -15,6 +15,7 @@ from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext
 from plugins.greywind.journal import JOURNAL_DIR, InboundJournal
 from plugins.greywind.onebot_guard import FrameGuard, GuardedAdapter
+from plugins.greywind.sent_events import hear_sent_messages
 from runtime.config import parse_config
 from runtime.kernel.message import ChatMessage
 from runtime.ports import NotTakenError
@@ -181,6 +182,31 @@ async def test_frames_read_live_are_journaled_and_settled_once_handed_over(tmp_p
     assert GuardedAdapter.on_not_a_message is None
     # The two never handled (a kill, a drop) are kept for the next start, which delivers them.
     assert await delivered_at_next_start(tmp_path) == ["13", "14"]
+
+
+async def test_the_bots_own_message_reported_back_is_heard_but_settles_no_journaled_frame(
+    tmp_path: Path,
+) -> None:
+    """A ``message_sent`` report is not journaled: it must not settle the journaled echo that has its id."""
+    hear_sent_messages()
+    edge = build(tmp_path)
+    edge.bot_connected(str(SELF_ID), FakeBot())
+    await edge.start()
+    try:
+        echo = message(20, "好", user=SELF_ID)
+        read_live(echo)
+        journal = edge.journal
+        assert journal is not None
+        assert journal.statistics().unsettled == 1
+        await edge.handle_message(await as_adapter_delivers({**echo, "post_type": "message_sent"}))
+        await edge.dispatcher.wait_idle()
+        assert edge.outbound.is_own_message("20"), "the report was heard as the bot's own message"
+        assert journal.statistics().unsettled == 1, "the journaled echo is still waiting for its turn"
+        await edge.handle_message(await as_adapter_delivers(echo))
+        await edge.dispatcher.wait_idle()
+        assert journal.statistics().unsettled == 0
+    finally:
+        await edge.stop()
 
 
 class StoppedGateway(StoringGateway):
