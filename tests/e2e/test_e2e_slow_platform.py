@@ -65,7 +65,9 @@ async def echo_each_send(peer: OneBotPeer, *, report: str | None, within: float)
             await peer.post({**event, "post_type": report})
 
 
-@pytest.mark.parametrize("report", ["message", "message_sent", None], ids=["echoed", "reported", "not-reported"])
+@pytest.mark.parametrize(
+    "report", ["message", "message_sent", None], ids=["echoed", "reported", "not-reported"]
+)
 async def test_a_reply_whose_sends_are_answered_late_goes_out_whole_when_the_echoes_come_back(
     start_bot: StartBot, openai_server: ScriptedOpenAIServer, report: str | None
 ) -> None:
