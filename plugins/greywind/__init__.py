@@ -43,7 +43,7 @@ from plugins.greywind.console import mount_console
 from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext, RuntimeGateway, use_runtime
 from plugins.greywind.onebot_guard import GuardedAdapter
-from plugins.greywind.sent_events import hear_sent_messages
+from plugins.greywind.own_messages import hear_sent_messages
 from runtime.config import config_path, load_config
 from runtime.logs import note_shutdown
 from runtime.ports import ConsoleSite

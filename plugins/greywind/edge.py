@@ -66,6 +66,7 @@ from plugins.greywind.outbound import (
     OutboundStatistics,
     TokenBucket,
 )
+from plugins.greywind.own_messages import own_report
 from plugins.greywind.restriction import RestrictionCircuits
 from runtime import stages
 from runtime.commands import FAILED, CommandCall
@@ -236,6 +237,7 @@ class Edge:
             log.warning("shadow_mode", detail="bot.shadow_mode is on: nothing will be sent")
         self.context.data_dir.mkdir(parents=True, exist_ok=True)
         FrameGuard.clock = self.clock  # frames are dated on arrival by the clock messages are dated by
+        FrameGuard.on_own_message = self._heard_own_frame
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
@@ -311,6 +313,7 @@ class Edge:
             FrameGuard.on_event_frame = GuardedAdapter.on_not_a_message = None
             self.journal.close()
         FrameGuard.clock = time.time
+        FrameGuard.on_own_message = None
         task_group, self._task_group = self._task_group, None
         if task_group is not None:
             task_group.cancel_scope.cancel()
@@ -436,7 +439,8 @@ class Edge:
         if message.from_self:
             # The bot's own message heard back: a reply to it is a reply to the bot, even one that
             # comes before the platform has confirmed the send, and a send the platform did not
-            # answer in time went out.
+            # answer in time went out. The frame guard has told the outbound as it read the frame;
+            # a message that did not come through it (a journal replay) tells it here.
             self.outbound.heard_own(message.chat_id, message.message_id, message.text, message.time)
         else:
             message = await self._quiet_words(message, inbound.body)
@@ -446,6 +450,16 @@ class Edge:
             stages.stamp(message.message_id, "edge.submit")
         job = partial(self.gateway.on_message, message)
         await self.submit_settled(message.chat_id, job, key, priority=message.addressed, since=message.time)
+
+    def _heard_own_frame(self, frame: dict[str, Any], at: float) -> None:
+        """The bot's own message reported back, as the frame guard reads it: the outbound hears it at
+        once (see ``own_messages``); the edge takes the message itself in its turn, as any other."""
+        try:
+            report = own_report(frame)
+            if report is not None:
+                self.outbound.heard_own(report.chat_id, report.message_id, report.text, at)
+        except Exception:  # the guard's reader must go on
+            log.exception("own_report_failed", message_id=frame.get("message_id"))
 
     def _log_addressed(self, message: ChatMessage, how: str) -> None:
         log.info(

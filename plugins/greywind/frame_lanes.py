@@ -4,16 +4,12 @@ Under a flood the frame guard holds events as raw frames. Most of them are chatt
 and, past the backlog's cap, be dropped. A few ask for the bot, as the edge will tell them addressed:
 a private message, an @ of the bot, a reply to one of the bot's own recent messages, text opening with
 the persona's name, a command, a poke of the bot. Those take the priority lane: handed to NoneBot
-first and never dropped to make room for chatter. So does the bot's own message heard back (an echo
-from its own account, or a ``message_sent`` report): the outbound reads it as the proof that a send
-the platform did not answer in time went out, and resends a part whose echo has not come within
-``send_timeout_ms`` plus ``retry_delay_ms``; an echo held behind a flood of chatter, or dropped with
-it, would have the bot say the same thing twice. The bot's own messages are few (each is one of its
-sends), so they keep the lane small. A reply to someone else, or the name in passing,
-is chatter here (the kernel still weighs it, in its chat's order). The test looks only at the parsed
-frame's top level and its segments (a few dict lookups per segment), so it costs next to nothing
-beside the JSON parse the guard does anyway. Anyone's text starting with the command prefix counts;
-what the message really is, is decided later by the edge.
+first and never dropped to make room for chatter. A reply to someone else, or the name in passing,
+is chatter here (the kernel still weighs it, in its chat's order), and so is the bot's own message
+reported back: what the outbound needs of it, it is handed as the guard reads it (:func:`from_self`).
+The test looks only at the parsed frame's top level and its segments (a few dict lookups per
+segment), so it costs next to nothing beside the JSON parse the guard does anyway. Anyone's text
+starting with the command prefix counts; what the message really is, is decided later by the edge.
 
 The priority lane must stay small: every priority frame brings its chat's waiting chatter along (see
 below). When any reply and any mention of the name took it, a flood in which one message in fifty
@@ -38,7 +34,15 @@ from typing import Generic, TypeVar
 
 from runtime.addressing import opens_with_name
 
-__all__ = ["ChatterFrames", "FairFrames", "LaneRules", "chat_key", "is_priority", "nested_deeper_than"]
+__all__ = [
+    "ChatterFrames",
+    "FairFrames",
+    "LaneRules",
+    "chat_key",
+    "from_self",
+    "is_priority",
+    "nested_deeper_than",
+]
 
 
 def _no_message(message_id: str) -> bool:
@@ -59,8 +63,6 @@ def is_priority(event: Mapping[str, object], rules: LaneRules) -> bool:
     """True for an event that asks for the bot (see the module docstring)."""
     post_type = event.get("post_type")
     self_id = str(event.get("self_id", ""))
-    if post_type == "message_sent" or (post_type == "message" and str(event.get("user_id", "")) == self_id):
-        return bool(self_id)
     if post_type == "message":
         if event.get("message_type") == "private":
             return True
@@ -78,6 +80,18 @@ def is_priority(event: Mapping[str, object], rules: LaneRules) -> bool:
     if post_type == "notice":
         return event.get("sub_type") == "poke" and str(event.get("target_id", "")) == self_id
     return False
+
+
+def from_self(event: Mapping[str, object]) -> bool:
+    """Whether the event is the bot's own message reported back: a ``message_sent`` event, or a
+    message from the bot's own account (an echo)."""
+    post_type = event.get("post_type")
+    if post_type != "message_sent" and post_type != "message":
+        return False
+    self_id = event.get("self_id")
+    if self_id is None or self_id == "":
+        return False
+    return post_type == "message_sent" or str(event.get("user_id", "")) == str(self_id)
 
 
 def _segments_ask(message: list[object], self_id: str, rules: LaneRules) -> bool:

@@ -61,6 +61,7 @@ from plugins.greywind.frame_lanes import (
     FairFrames,
     LaneRules,
     chat_key,
+    from_self,
     is_priority,
     nested_deeper_than,
 )
@@ -197,6 +198,9 @@ class FrameGuard:
     # Called with every event frame the moment it is read (parsed, and as received): the edge's
     # inbound journal. It must not raise.
     on_event_frame: ClassVar[Callable[[Any, str | bytes], None] | None] = None
+    # Called with every report of the bot's own message (parsed) and when it was read, the moment it
+    # is read: the outbound, which must not wait for NoneBot to hand it over. It must not raise.
+    on_own_message: ClassVar[Callable[[dict[str, Any], float], None] | None] = None
     # What frames are stamped with on arrival: the edge's clock, once it has started.
     clock: ClassVar[Callable[[], float]] = time.time
 
@@ -292,6 +296,9 @@ class FrameGuard:
                 counters.events += 1
                 if (journal := FrameGuard.on_event_frame) is not None:
                     journal(parsed, data)
+                own = FrameGuard.on_own_message
+                if own is not None and isinstance(parsed, dict) and from_self(parsed):
+                    own(parsed, received_at)
                 if repair_segments(parsed):
                     counters.repaired += 1
                     log.warning("onebot_segments_repaired", message_id=parsed.get("message_id"))

@@ -55,11 +55,13 @@ async def echo_each_send(peer: OneBotPeer, *, report: str | None, within: float)
         after = peer.calls.index(call) + 1
         texts.append(call.text)
         if report is not None:
+            # The part as sent, its quote included: the adapter asks the slow platform (get_msg)
+            # about a quoted message before anything else hears the event.
             event = ob.group_message(
                 self_id=SELF_ID,
                 group_id=GROUP,
                 user_id=SELF_ID,
-                message=[ob.text(call.text)],
+                message=[dict(segment) for segment in call.segments],
                 message_id=int(call.answer["data"]["message_id"]),
             )
             await peer.post({**event, "post_type": report})

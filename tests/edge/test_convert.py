@@ -6,7 +6,7 @@ import pytest
 from nonebot.adapters.onebot.v11 import PokeNotifyEvent
 
 from plugins.greywind.convert import AddressingRules, convert_message, convert_poke, opens_with_name
-from plugins.greywind.sent_events import hear_sent_messages
+from plugins.greywind.own_messages import hear_sent_messages
 from runtime.kernel.message import ChatKind
 from tests.edge.helpers import GROUP, SELF_ID, as_adapter_delivers, parse
 from tests.support import onebot_events as ob

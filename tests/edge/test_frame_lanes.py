@@ -50,9 +50,9 @@ def group(message: list[ob.Segment] | str) -> dict[str, object]:
         (group("[CQ:reply,id=6][CQ:at,qq=11] 灰风你说呢"), True),
         (group("听说灰风也玩"), False),
         (ob.private_message(self_id=10, user_id=3, message=[ob.text("hi")]), True),
-        # The bot's own message heard back: the outbound waits for it before it resends a part.
-        (ob.group_message(self_id=10, group_id=2, user_id=10, message=[ob.text("好")]), True),
-        (SENT, True),
+        # The bot's own message reported back: chatter (the outbound hears it as the guard reads it).
+        (ob.group_message(self_id=10, group_id=2, user_id=10, message=[ob.text("好")]), False),
+        (SENT, False),
         (ob.poke(self_id=10, user_id=3, target_id=10, group_id=2), True),
         (ob.poke(self_id=10, user_id=3, target_id=4, group_id=2), False),
         ({"post_type": "meta_event", "meta_event_type": "heartbeat", "self_id": 10}, False),

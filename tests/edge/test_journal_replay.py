@@ -15,7 +15,7 @@ from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext
 from plugins.greywind.journal import JOURNAL_DIR, InboundJournal
 from plugins.greywind.onebot_guard import FrameGuard, GuardedAdapter
-from plugins.greywind.sent_events import hear_sent_messages
+from plugins.greywind.own_messages import hear_sent_messages
 from runtime.config import parse_config
 from runtime.kernel.message import ChatMessage
 from runtime.ports import NotTakenError

@@ -227,28 +227,6 @@ async def test_a_full_backlog_drops_chatter_before_any_addressed_event() -> None
 
 
 @pytest.mark.anyio
-async def test_the_bots_own_echo_is_neither_held_behind_nor_dropped_with_a_flood_of_chatter() -> None:
-    """The outbound resends a part whose call timed out and whose echo has not come: an echo stuck
-    behind chatter, or dropped with it, would make the bot say it twice."""
-    ws = FakeSocket()
-    in_flight: set[Any] = {object(), object(), object()}
-    size = len(event(10))
-    guard = make(ws, in_flight, [], limit=1, max_bytes=size * 4)
-    echo = ob.group_message(self_id=1, group_id=7, user_id=1, message=[ob.text("好")], message_id=99)
-    frames = [event(n) for n in range(10, 30)]
-    frames.insert(2, json.dumps(echo))
-    frames.insert(5, json.dumps({**echo, "post_type": "message_sent", "message_id": 98}))
-    ws.feed(*frames)
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(guard.receive(), 0.05)
-    assert guard.backlog_priority == 2
-    in_flight.clear()
-    kept = [json.loads(await guard.receive())["message_id"] for _ in range(guard.backlog)]
-    assert kept[:2] == [99, 98], "both reports of the bot's own message survived the flood and go first"
-    await guard.aclose()
-
-
-@pytest.mark.anyio
 async def test_the_priority_lane_takes_chats_in_turn() -> None:
     ws = FakeSocket()
     in_flight: set[Any] = {object()} | {object() for _ in range(1)}
