@@ -54,9 +54,9 @@ class PrivateMessageSentEvent(PrivateMessageEvent):
     target_id: int | None = None
 
 
-def hear_sent_messages(adapter: type[Adapter] = Adapter) -> None:
-    """Parse ``message_sent`` events as the models above (idempotent)."""
-    adapter.add_custom_model(GroupMessageSentEvent, PrivateMessageSentEvent)
+def hear_sent_messages() -> None:
+    """Have the adapter parse ``message_sent`` events as the models above (idempotent)."""
+    Adapter.add_custom_model(GroupMessageSentEvent, PrivateMessageSentEvent)
 
 
 @dataclass(frozen=True, slots=True)
