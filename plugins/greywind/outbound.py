@@ -49,6 +49,9 @@ from runtime.quiet import QUIET_IMPOSED, QuietBook
 # The bot's own messages heard back kept to tell whether a part the platform did not answer in time
 # went out: the last this many, over all chats.
 ECHOES_KEPT = 256
+# A part confirmed without a message id owns the first echo of its words in its chat heard within this
+# many seconds of its hand-over (an echo comes within seconds when it comes at all).
+OWED_ECHO_WITHIN = 60.0
 
 __all__ = [
     "Account",
@@ -302,6 +305,9 @@ class Outbound:
         self._listeners: list[Callable[[SentRecord], None]] = [on_sent] if on_sent else []
         self._own_ids: OrderedDict[str, None] = OrderedDict()
         self._echoes: deque[tuple[str, str, str, float]] = deque(maxlen=ECHOES_KEPT)
+        # Parts confirmed without a message id whose echo has not come (yet): (chat, words, handed
+        # over at). The echo is theirs when it comes.
+        self._owed: deque[tuple[str, str, float]] = deque(maxlen=ECHOES_KEPT)
         # The chats whose own messages the platform reports back (the last ``remember_ids``).
         self._echo_chats: OrderedDict[str, None] = OrderedDict()
         self._remember_ids = remember_ids
@@ -337,7 +343,12 @@ class Outbound:
             return  # its send was confirmed (or it was heard already): it tells nothing more
         if message_id:
             _keep_recent(self._own_ids, message_id, self._remember_ids)
-        self._echoes.append((chat_id, text.strip(), message_id, at))
+        said = text.strip()
+        for index, (chat, owed, since) in enumerate(self._owed):
+            if chat == chat_id and owed == said and since <= at <= since + OWED_ECHO_WITHIN:
+                del self._owed[index]  # the echo of a part confirmed without an id: nothing to vouch for
+                return
+        self._echoes.append((chat_id, said, message_id, at))
 
     def _echo_of(self, chat_id: str, text: str, since: float) -> str | None:
         """The id of an echo of ``text`` in ``chat_id`` heard at or after ``since`` (taken: one echo
@@ -356,6 +367,15 @@ class Outbound:
             if echo[2] == message_id:
                 del self._echoes[index]
                 return
+
+    def _owe_echo(self, chat_id: str, text: str, since: float) -> str:
+        """A part confirmed without a message id (some implementations answer so): its echo, come or
+        to come, is its own, and cannot vouch for the same words sent again later and unanswered.
+        The echo's id when it came already (the part's id after all), else ""."""
+        echo = self._echo_of(chat_id, text, since)
+        if echo is None:
+            self._owed.append((chat_id, text.strip(), since))
+        return echo or ""
 
     def gate(self, chat_id: str) -> GateVerdict:
         """The chat's gate, closed (``restricted``) too while its account's sends are paused."""
@@ -455,6 +475,8 @@ class Outbound:
                         result = await account.bot.call_api(api, **params)
                     outcome = Outcome.SENT
                     message_id = _message_id(result)
+                    if not message_id:
+                        message_id = self._owe_echo(chat_id, text, sent_at)
                     self._record(chat_id, text, message_id or None, reply_to, shadow=False, at=sent_at)
                     return message_id, attempt, "sent"
                 except Exception as exc:  # the adapter's ActionFailed / NetworkError, a timeout, ...

@@ -367,12 +367,14 @@ class UnansweredBot:
 
 class EchoingBot:
     """Never answers call number ``hang``, but an echo with that call's words and id ``echo`` comes back
-    while it waits; answers every other call at once (ids 700 + the call's number)."""
+    while it waits; answers every other call at once (ids 700 + the call's number; with ``ids`` false,
+    without the id, as some implementations answer)."""
 
-    def __init__(self, *, hang: int = 1, echo: str = "700") -> None:
+    def __init__(self, *, hang: int = 1, echo: str = "700", ids: bool = True) -> None:
         self.outbound: Outbound | None = None
         self.hang = hang
         self.echo = echo
+        self.ids = ids
         self.calls: list[str] = []
 
     async def call_api(self, api: str, **data: Any) -> Any:
@@ -382,7 +384,7 @@ class EchoingBot:
             assert self.outbound is not None
             self.outbound.heard_own("group:1", self.echo, text, wall_clock())
             await anyio.sleep_forever()
-        return {"message_id": 700 + len(self.calls)}
+        return {"message_id": 700 + len(self.calls)} if self.ids else {}
 
 
 def slow_outbound(
@@ -458,6 +460,49 @@ async def test_the_late_echo_of_a_confirmed_send_does_not_answer_for_the_same_wo
     # again (and answered this time).
     assert (second.sent, second.message_ids, second.attempts) == (True, ("703",), 2)
     assert [r.message_id for r in records] == ["701", "703"]
+
+
+@pytest.mark.anyio
+async def test_the_late_echo_of_an_id_less_confirmed_send_does_not_answer_for_the_same_words_again() -> None:
+    # As above, but the platform confirms the first call without a message id: its echo (701) comes
+    # late all the same, and is the first part's, not the second's.
+    bot = EchoingBot(hang=2, echo="701", ids=False)
+    records: list[SentRecord] = []
+    outbound = slow_outbound(bot, records)
+    first = await outbound.send("group:1", "好")
+    second = await outbound.send("group:1", "好")
+    assert first.sent
+    assert (second.sent, second.attempts) == (True, 2)  # sent again: its own call never went out
+    assert bot.calls == ["好", "好", "好"]
+    assert len(records) == 2
+
+
+@pytest.mark.anyio
+async def test_an_echo_that_came_before_the_id_less_answer_leaves_the_next_echo_to_the_next_part() -> None:
+    # The first part's echo comes before the platform's answer (without an id). The second part, the
+    # same words, is not answered in time but its echo comes: it went out, and is not sent again.
+    records: list[SentRecord] = []
+
+    class EchoFirst:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def call_api(self, api: str, **data: Any) -> Any:
+            self.calls += 1
+            outbound.heard_own(
+                "group:1", str(900 + self.calls), data["message"][-1]["data"]["text"], wall_clock()
+            )
+            if self.calls == 2:
+                await anyio.sleep_forever()
+            return {}
+
+    bot = EchoFirst()
+    outbound = slow_outbound(bot, records)
+    first = await outbound.send("group:1", "好")
+    assert first.message_ids == ("901",)  # the echo told the id the answer left out
+    second = await outbound.send("group:1", "好")
+    assert (second.sent, second.attempts, second.message_ids) == (True, 1, ("902",))
+    assert bot.calls == 2
 
 
 class LosingBot:
