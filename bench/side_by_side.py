@@ -247,8 +247,8 @@ def stage_stamps(target: Target, requests: dict[str, float]) -> dict[str, dict[s
 
 
 def breakdown(stamps: dict[str, dict[str, float]]) -> None:
-    """Per stage, the time since the stage before it (ms): p50 and p99 over the @s, then the slowest
-    @s one by one."""
+    """Per stage, the time since the stage before it (ms): p50 and p99 over the @s; the context's parts
+    (read side by side) each from their start to its own end; then the slowest @s one by one."""
     steps: dict[str, list[float]] = {}
     rows: list[tuple[float, str, list[tuple[str, float]]]] = []
     for tag, times in stamps.items():
@@ -267,6 +267,19 @@ def breakdown(stamps: dict[str, dict[str, float]]) -> None:
     print("  stage breakdown (ms since the stage before; n, p50, p99, max):")
     for stage in STAGES:
         if values := steps.get(stage):
+            print(
+                f"    {stage:<18} n={len(values):<4} {percentile(values, 0.5):7.1f} "
+                f"{percentile(values, 0.99):7.1f} {max(values):7.1f}"
+            )
+    parts: dict[str, list[float]] = {}  # each context part's end, from the parts' start (side by side)
+    for times in stamps.values():
+        if (start := times.get("context.session")) is not None:
+            for stage, at in times.items():
+                if stage.startswith("part.") and at >= start:
+                    parts.setdefault(stage, []).append((at - start) * 1000)
+    if parts:
+        print("  context parts, each one's end since context.session (n, p50, p99, max):")
+        for stage, values in sorted(parts.items()):
             print(
                 f"    {stage:<18} n={len(values):<4} {percentile(values, 0.5):7.1f} "
                 f"{percentile(values, 0.99):7.1f} {max(values):7.1f}"

@@ -277,6 +277,9 @@ class ContextBuilder:
             failed.append(part)
             log.warning("context_part_failed", part=part, chat_id=chat_id, error=repr(exc))
             return None
+        finally:
+            if stages.ENABLED:  # when each part was done (the bench's breakdown of context.parts)
+                stages.stamp_current(f"part.{part}")
 
     async def build(
         self,
