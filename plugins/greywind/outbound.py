@@ -308,6 +308,10 @@ class Outbound:
         # Parts confirmed without a message id whose echo has not come (yet): (chat, words, handed
         # over at). The echo is theirs when it comes.
         self._owed: deque[tuple[str, str, float]] = deque(maxlen=ECHOES_KEPT)
+        # What this bot sent, against what the account's owner (or another program) sent: the ids of
+        # its parts (the last ``remember_ids``), and the parts on their way (chat, words).
+        self._sent_ids: OrderedDict[str, None] = OrderedDict()
+        self._in_flight: list[tuple[str, str]] = []
         # The chats whose own messages the platform reports back (the last ``remember_ids``).
         self._echo_chats: OrderedDict[str, None] = OrderedDict()
         self._remember_ids = remember_ids
@@ -347,8 +351,19 @@ class Outbound:
         for index, (chat, owed, since) in enumerate(self._owed):
             if chat == chat_id and owed == said and since <= at <= since + OWED_ECHO_WITHIN:
                 del self._owed[index]  # the echo of a part confirmed without an id: nothing to vouch for
+                if message_id:
+                    _keep_recent(self._sent_ids, message_id, self._remember_ids)
                 return
         self._echoes.append((chat_id, said, message_id, at))
+
+    def sent_it(self, chat_id: str, message_id: str, text: str) -> bool:
+        """Whether this bot sent its account's message ``message_id`` (``text`` in ``chat_id``): a part
+        it sent (confirmed, or vouched for by its echo), or one on its way, whose echo may come before
+        the platform answers. Not what the account's owner typed on another device, nor what another
+        program sent through the account."""
+        if message_id and message_id in self._sent_ids:
+            return True
+        return (chat_id, text.strip()) in self._in_flight
 
     def _echo_of(self, chat_id: str, text: str, since: float) -> str | None:
         """The id of an echo of ``text`` in ``chat_id`` heard at or after ``since`` (taken: one echo
@@ -445,6 +460,14 @@ class Outbound:
         """The part's message id (None when it was not sent), the attempts made and the reason. A sent
         part is recorded as spoken when it was handed to the platform, not when the platform answered:
         another bot's answer to it can be heard before that answer comes back."""
+        flight = (chat_id, text.strip())
+        self._in_flight.append(flight)  # its echo, heard meanwhile, is this bot's (sent_it)
+        try:
+            return await self._send_part(chat_id, text, reply_to)
+        finally:
+            self._in_flight.remove(flight)
+
+    async def _send_part(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
         key = ChatKey.parse(chat_id)
         text_segment = {"type": "text", "data": {"text": text}}
         if key.kind is ChatKind.GROUP:
@@ -539,6 +562,7 @@ class Outbound:
     ) -> None:
         if message_id:
             _keep_recent(self._own_ids, message_id, self._remember_ids)
+            _keep_recent(self._sent_ids, message_id, self._remember_ids)
             self._forget_echo(message_id)
         record = SentRecord(chat_id, text, message_id, self._clock() if at is None else at, reply_to, shadow)
         for listener in tuple(self._listeners):

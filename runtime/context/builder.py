@@ -235,6 +235,7 @@ def _turn(message: StoredMessage) -> DialogueTurn:
         time=message.time,
         from_self=message.from_self,
         message_id=message.message_id,
+        sent_elsewhere=message.sent_elsewhere,
     )
 
 

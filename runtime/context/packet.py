@@ -149,7 +149,8 @@ class ScreenContext:
 
 @dataclass(frozen=True, slots=True)
 class DialogueTurn:
-    """One message of the session's recent dialogue; ``from_self`` marks the bot's own turns."""
+    """One message of the session's recent dialogue; ``from_self`` marks the bot's own turns, and
+    ``sent_elsewhere`` those of its account it did not send (``ChatMessage.sent_elsewhere``)."""
 
     speaker_id: str
     speaker_name: str
@@ -157,6 +158,7 @@ class DialogueTurn:
     time: float
     from_self: bool = False
     message_id: str | None = None
+    sent_elsewhere: bool = False
 
 
 @dataclass(frozen=True, slots=True)

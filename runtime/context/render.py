@@ -23,6 +23,7 @@ from runtime.context.packet import (
     UserProfileSlot,
     VisionSlot,
 )
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL
 
 __all__ = [
     "render_context",
@@ -197,9 +198,11 @@ def render_context(packet: ContextPacket) -> str:
 
 
 def render_turn(turn: DialogueTurn) -> Mapping[str, str]:
-    if turn.from_self:
+    """The bot's own turn as the assistant's; its account's, sent by someone else, as a labelled line."""
+    if turn.from_self and not turn.sent_elsewhere:
         return {"role": "assistant", "content": turn.text}
-    return {"role": "user", "content": f"{turn.speaker_name or turn.speaker_id}: {turn.text}"}
+    label = f"{SENT_ELSEWHERE_LABEL} " if turn.sent_elsewhere else ""
+    return {"role": "user", "content": f"{label}{turn.speaker_name or turn.speaker_id}: {turn.text}"}
 
 
 def render_user_input(user_input: UserInputSlot, text: str | None = None) -> Mapping[str, str]:

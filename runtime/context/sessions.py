@@ -32,11 +32,13 @@ from runtime.context.errors import IllegalSessionTransitionError, UnknownSession
 from runtime.context.handoffs import HandoffManager, HandoffRequest, digest_of
 from runtime.context.tasks import OPEN_TASK_STATUSES
 from runtime.kernel.ids import IdFactory, counter_ids
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL
 from runtime.store.records import (
     OPEN_SESSION_STATES,
     Handoff,
     Session,
     SessionState,
+    StoredMessage,
     TopicThread,
     TranscriptArchive,
 )
@@ -121,6 +123,13 @@ def interruption_lines(session: Session) -> tuple[str, ...]:
         note = str(record.get("note") or "")
         lines.append(f"{record.get('kind', '?')}" + (f"：{note}" if note else ""))
     return tuple(lines)
+
+
+def _mark(message: StoredMessage) -> str:
+    """Before a transcript line: whose account said it, when it was the bot's."""
+    if message.sent_elsewhere:
+        return f"{SENT_ELSEWHERE_LABEL} "
+    return "(bot) " if message.from_self else ""
 
 
 def _stamp(when: float) -> str:
@@ -370,7 +379,7 @@ class SessionManager:
             session.topic_thread_id, chat_id=session.chat_id, limit=self._settings.transcript_limit
         )
         lines = [
-            f"[{_stamp(m.time)}] {'(bot) ' if m.from_self else ''}{m.sender_name or m.sender_id}: {m.text}"
+            f"[{_stamp(m.time)}] {_mark(m)}{m.sender_name or m.sender_id}: {m.text}"
             for m in messages
             if m.chat_id == session.chat_id and session.started_at <= m.time <= now
         ]

@@ -53,7 +53,7 @@ from runtime.episodes.reasoner import Reasoner
 from runtime.episodes.settings import EpisodeSettings
 from runtime.kernel.clock import Clock
 from runtime.kernel.errors import IllegalTransition
-from runtime.kernel.message import ChatMessage
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL, ChatMessage
 from runtime.tools.spec import ToolContext, ToolResult, ToolSpec
 
 log = structlog.get_logger("greywind.episodes")
@@ -395,15 +395,18 @@ def resume(
     return resumed.transition(S.PENDING, now)
 
 
+def _speaker(message: ChatMessage) -> str:
+    if message.sent_elsewhere:
+        return f"{SENT_ELSEWHERE_LABEL} {message.sender_name}"
+    return "(you)" if message.from_self else message.sender_name
+
+
 def observation_from_messages(messages: Sequence[ChatMessage]) -> Observation:
     """The messages that arrived in a thread, as one observation (the bot's own marked as such).
 
     Each line carries its message id (``#id``), so the model can name the message a tool call is about.
     """
-    lines = [
-        f"{'(you)' if m.from_self else m.sender_name}[{m.sender_id}] #{m.message_id}: {m.text}"
-        for m in messages
-    ]
+    lines = [f"{_speaker(m)}[{m.sender_id}] #{m.message_id}: {m.text}" for m in messages]
     return Observation(source="thread", ok=True, content="\n".join(lines))
 
 

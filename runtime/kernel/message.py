@@ -27,6 +27,10 @@ class ChatKind(StrEnum):
 
 _KINDS = frozenset(kind.value for kind in ChatKind)
 
+# Where the model reads a message of the bot's account that the bot did not send
+# (``ChatMessage.sent_elsewhere``), this label stands before it instead of the bot's own mark.
+SENT_ELSEWHERE_LABEL = "(your account, sent by someone else, not by you)"
+
 
 def _check_part(what: str, value: str) -> None:
     if not value or ":" in value or value in _KINDS:
@@ -124,7 +128,10 @@ class ChatMessage:
     ``addressed`` is the edge's verdict that the message is aimed at the bot: an @ of the bot, a reply
     to one of the bot's messages, the persona's name at the start, a poke, or any private message.
     ``platform`` and ``account`` say through which of the bot's accounts it was heard; empty (an
-    unbound chat) when that is not known.
+    unbound chat) when that is not known. ``sent_elsewhere`` (with ``from_self``): the account's own
+    message that this bot did not send, typed on another device or sent by another program on the
+    account; the kernel takes it as the bot's own all the same (never scored, never answered), and
+    the model reads it as said by the account, not by itself.
     """
 
     message_id: str
@@ -140,6 +147,7 @@ class ChatMessage:
     from_self: bool = False
     platform: str = ""
     account: str = ""
+    sent_elsewhere: bool = False
 
     @property
     def chat_id(self) -> str:

@@ -150,6 +150,7 @@ def chat_message(stored: StoredMessage) -> ChatMessage:
         reply_to=stored.reply_to,
         addressed=stored.addressed or key.is_private,
         from_self=stored.from_self,
+        sent_elsewhere=stored.sent_elsewhere,
     )
 
 

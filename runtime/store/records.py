@@ -78,6 +78,7 @@ class StoredMessage:
     reply_to: str | None = None
     mentions: tuple[str, ...] = ()
     addressed: bool = False
+    sent_elsewhere: bool = False  # the account's own message, not sent by this bot (ChatMessage's)
 
     @classmethod
     def from_chat_message(
@@ -100,6 +101,7 @@ class StoredMessage:
             reply_to=message.reply_to,
             mentions=message.mentions,
             addressed=message.addressed,
+            sent_elsewhere=message.from_self and message.sent_elsewhere,
         )
 
     def encodable(self) -> StoredMessage:

@@ -20,6 +20,7 @@ from runtime.context.handoffs import (
 )
 from runtime.context.sessions import CloseReason, InterruptKind, SessionManager, SessionSettings
 from runtime.context.tasks import TaskBook
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL
 from runtime.store.protocol import Store
 from runtime.store.records import SessionState, StoredMessage, TaskStatus, TopicThread
 
@@ -109,6 +110,17 @@ async def test_idle_then_timeout_closes_with_transcript_and_handoff(store: Store
                 G1, "m2", "bot", "灰风", 6.0, "好，我先列字段", topic_thread_id=t.id, from_self=True
             ),
             StoredMessage(G1, "m3", "u2", "乙", 7.0, "另一个话题", topic_thread_id="topic-other"),
+            StoredMessage(  # the account's owner, typing on another device
+                G1,
+                "m4",
+                "10000",
+                "灰风",
+                8.0,
+                "号主补充一句",
+                topic_thread_id=t.id,
+                from_self=True,
+                sent_elsewhere=True,
+            ),
         ]
     )
     await sessions.record_turn(
@@ -124,6 +136,7 @@ async def test_idle_then_timeout_closes_with_transcript_and_handoff(store: Store
     assert transcript is not None
     assert "甲: 先写 slot 结构" in transcript.content
     assert "(bot) 灰风: 好，我先列字段" in transcript.content
+    assert f"{SENT_ELSEWHERE_LABEL} 灰风: 号主补充一句" in transcript.content
     assert "另一个话题" not in transcript.content
     assert closed[0].handoff.written_by == "fallback"
     assert "好，我先列字段" in closed[0].handoff.summary

@@ -562,3 +562,35 @@ async def test_a_lost_looking_part_whose_echo_comes_before_the_retry_is_not_sent
     assert (result.sent, result.message_ids) == (True, ("800",))
     assert len(bot.calls) == 2  # no third call: it did go out
     assert [(r.text, r.reply_to) for r in records][-1] == ("明天见", "42")
+
+
+@pytest.mark.anyio
+async def test_the_bot_tells_its_own_parts_from_what_its_account_sent_elsewhere() -> None:
+    heard_in_flight: list[bool] = []
+    records: list[SentRecord] = []
+
+    class Platform:
+        """Echoes each part while its call waits, then answers (the first without an id)."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def call_api(self, api: str, **data: Any) -> Any:
+            self.calls += 1
+            text = data["message"][-1]["data"]["text"]
+            echo = str(950 + self.calls)
+            outbound.heard_own("group:1", echo, text, wall_clock())
+            heard_in_flight.append(outbound.sent_it("group:1", echo, text))
+            return {} if self.calls == 1 else {"message_id": echo}
+
+    outbound = slow_outbound(Platform(), records)
+    await outbound.send("group:1", "第一句")
+    await outbound.send("group:1", "第二句")
+    assert heard_in_flight == [True, True]  # echoed before the platform answered: on its way
+    assert outbound.sent_it("group:1", "951", "第一句")  # answered without an id: its echo's id
+    assert outbound.sent_it("group:1", "952", "第二句")
+    # The owner typed on another device: the account's own message, which the bot never sent.
+    outbound.heard_own("group:1", "960", "我是号主", wall_clock())
+    assert outbound.is_own_message("960")  # a reply to it is a reply to the account
+    assert not outbound.sent_it("group:1", "960", "我是号主")
+    assert not outbound.sent_it("group:1", "961", "第二句")  # the same words again, later: not its part

@@ -130,6 +130,17 @@ async def test_the_bots_own_message_and_its_echo_are_one_message(store: Store) -
     assert await store.recent_messages(G1) == [sent]
 
 
+async def test_the_accounts_message_sent_elsewhere_keeps_that_mark_and_is_stored_once(store: Store) -> None:
+    # Typed by the account's owner on another device: the account's own, not the bot's words.
+    typed = StoredMessage(
+        G1, "91", "10000", "灰风", 11.0, "我是号主，晚点回来", from_self=True, sent_elsewhere=True
+    )
+    bots = StoredMessage(G1, "92", "10000", "灰风", 12.0, "好的", from_self=True)
+    await store.write([typed, bots, replace(typed, time=11.5)])  # the first delivered twice
+    assert await store.recent_messages(G1) == [typed, bots]
+    assert (await store.get_message(G1, "91")) == typed
+
+
 async def test_get_messages_keeps_requested_order_and_skips_missing(store: Store) -> None:
     await store.append_messages([msg(G1, str(i), float(i)) for i in range(5)])
     found = await store.get_messages(G1, ["3", "nope", "0"])

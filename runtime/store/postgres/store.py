@@ -72,7 +72,7 @@ _MESSAGE_INSERT = pg(
     f"INSERT INTO messages ({r_.MESSAGE_COLUMNS}, words, chars) SELECT {_CASTS} "
     "WHERE NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = ?::text AND message_id = ?::text "
     "AND time BETWEEN ?::float8 AND ?::float8 "
-    "AND ((?::int8 = 1 AND from_self = 1) OR (?::int8 = 0 AND sender_id = ?::text AND text = ?::text))) "
+    "AND ((?::int8 = 1 AND from_self <> 0) OR (?::int8 = 0 AND sender_id = ?::text AND text = ?::text))) "
     "RETURNING seq"
 )
 # Statements run on a pooled connection directly (the writer's batch), numbered once here.

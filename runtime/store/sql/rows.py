@@ -50,6 +50,8 @@ def _opt_float(value: Any) -> float | None:
 
 # -- messages ---------------------------------------------------------------------------------------
 
+# ``from_self`` holds 0 (someone else's), 1 (the bot's) or 2 (the account's own, sent elsewhere: not
+# by this bot).
 MESSAGE_COLUMNS = (
     "chat_id, message_id, sender_id, sender_name, time, text, thread_id, topic_thread_id, "
     "from_self, recalled, reply_to, mentions_json, addressed"
@@ -66,7 +68,7 @@ def message_row(m: StoredMessage, indexed: IndexedText) -> tuple[Any, ...]:
         m.text,
         m.thread_id,
         m.topic_thread_id,
-        int(m.from_self),
+        (2 if m.sent_elsewhere else 1) if m.from_self else 0,
         int(m.recalled),
         m.reply_to,
         dumps(list(m.mentions)),
@@ -87,6 +89,7 @@ def message_from_row(r: Row) -> StoredMessage:
         thread_id=r[6],
         topic_thread_id=r[7],
         from_self=bool(r[8]),
+        sent_elsewhere=r[8] == 2,
         recalled=bool(r[9]),
         reply_to=r[10],
         mentions=tuple(loads(r[11])),

@@ -66,7 +66,7 @@ _MESSAGE_INSERT = (
     f"INSERT INTO messages ({r_.MESSAGE_COLUMNS}, words, chars) "
     f"SELECT {', '.join('?' * 15)} WHERE NOT EXISTS (SELECT 1 FROM messages "
     "WHERE chat_id = ? AND message_id = ? AND time BETWEEN ? AND ? "
-    "AND ((? = 1 AND from_self = 1) OR (? = 0 AND sender_id = ? AND text = ?)))"
+    "AND ((? = 1 AND from_self <> 0) OR (? = 0 AND sender_id = ? AND text = ?)))"
 )
 # Up to this many chats, the search names them inside the FTS MATCH too.
 _CHATS_IN_MATCH = 16

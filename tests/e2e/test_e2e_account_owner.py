@@ -1,0 +1,73 @@
+"""The account's owner speaks from another device, through the real ``bot.py``.
+
+An implementation that reports the account's own messages (NapCat's ``reportSelfMessage``) reports
+what the owner types on a phone the same way as the bot's replies. The bot must not take those words
+for its own: the model reads them as said by its account, labelled, and its own replies as its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL
+from tests.e2e.conftest import StartBot
+from tests.e2e.live import connected_peer, reply_call
+from tests.e2e.onebot_peer import ApiCall
+from tests.support import onebot_events as ob
+from tests.support.openai_server import ScriptedOpenAIServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+
+SELF_ID = 10_000
+PERSON = 602
+GROUP = 800_502
+BOT_SAID = "我去问问号主再告诉你"
+OWNER_SAID = "今晚八点开始，我亲自来答疑"
+CONFIG = """
+[budget.forced]
+min_interval_ms = 0
+"""
+
+
+def in_group(call: ApiCall) -> bool:
+    return call.action == "send_group_msg" and call.params.get("group_id") == GROUP
+
+
+async def test_what_the_owner_types_elsewhere_reaches_the_model_as_the_accounts_not_the_bots(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    openai_server.load({"default": reply_call(BOT_SAID)})
+    bot = start_bot(model=openai_server, config=CONFIG)
+    async with connected_peer(bot, self_id=SELF_ID) as peer:
+        asked = await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), " 今晚的答疑几点开始？")
+        call = await peer.wait_for_call(predicate=in_group, within=20.0)
+        sent_id = int(call.answer["data"]["message_id"])
+        reports = [  # the bot's reply, reported back; then the owner, on a phone, quoting the question
+            ob.group_message(
+                self_id=SELF_ID, group_id=GROUP, user_id=SELF_ID, message=call.text, message_id=sent_id
+            ),
+            ob.group_message(
+                self_id=SELF_ID,
+                group_id=GROUP,
+                user_id=SELF_ID,
+                message=[ob.reply(asked), ob.text(OWNER_SAID)],
+            ),
+        ]
+        for report in reports:
+            await peer.post({**report, "post_type": "message_sent"})
+        owner_id = int(reports[1]["message_id"])
+        await bot.await_log("own_message_sent_elsewhere", within=10.0)
+        before = len(openai_server.chat_requests)
+        # A reply to the owner's message is a reply to the account: the bot answers it.
+        await peer.say_in_group(
+            GROUP, PERSON, ob.reply(owner_id), ob.text("好的，那八点见，到时候要带什么吗？")
+        )
+        await peer.wait_for_call(predicate=in_group, after=peer.calls.index(call) + 1, within=20.0)
+
+    request = openai_server.chat_requests[before]
+    said = [(m["role"], str(m.get("content") or "")) for m in request.messages]
+    owners = [(role, text) for role, text in said if OWNER_SAID in text]
+    assert owners, said  # the owner's words are in the context ...
+    assert all(role == "user" and SENT_ELSEWHERE_LABEL in text for role, text in owners), owners
+    # ... and the bot's own reply is still its own.
+    assert ("assistant", BOT_SAID) in said, said
