@@ -37,7 +37,7 @@ import structlog
 from runtime.context._gather import gather
 from runtime.context.lexical import by_rarity, lexical_score, query_terms
 from runtime.context.packet import RetrievedSlot
-from runtime.kernel.message import ChatKey
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL, ChatKey
 from runtime.store.records import Memory, MemoryHit, MessageHit, ScopeType, StoredMessage, Task
 from runtime.store.roles import MemoryScope, RecallRows
 
@@ -353,11 +353,11 @@ class RetrievalEngine:
                 query.topic_thread_id is not None and message.topic_thread_id == query.topic_thread_id
             )
             confidence = 0.25 + 0.5 * _coverage(searched, words) + (0.1 if same_topic else 0.0)
-            speaker = (
-                f"{self._settings.self_name}自己"
-                if message.from_self
-                else (message.sender_name or message.sender_id)
-            )
+            speaker = message.sender_name or message.sender_id
+            if message.sent_elsewhere:
+                speaker = f"{SENT_ELSEWHERE_LABEL} {speaker}"
+            elif message.from_self:
+                speaker = f"{self._settings.self_name}自己"
             reason = f"{'本线程' if same_topic else '本群'}的历史消息，含“{'、'.join(sorted(words))}”"
             offer(
                 RetrievedSlot(

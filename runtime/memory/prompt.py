@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL
 from runtime.memory.summary import SummaryBody
 from runtime.store.records import StoredMessage
 
@@ -59,7 +60,10 @@ class Transcript:
 
 def _line(message: StoredMessage, zone: timezone) -> str:
     name = message.sender_name or message.sender_id
-    speaker = f"{name}（人格体本人）" if message.from_self else name
+    if message.sent_elsewhere:  # the account's owner (or another program), not the persona
+        speaker = f"{SENT_ELSEWHERE_LABEL} {name}"
+    else:
+        speaker = f"{name}（人格体本人）" if message.from_self else name
     stamp = datetime.fromtimestamp(message.time, zone).strftime("%m-%d %H:%M")
     return f"[{stamp}] {speaker}: {message.text}"
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from runtime.context.retrieval import RetrievalEngine, RetrievalQuery, RetrievalSettings, memory_scopes
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL
 from runtime.store.protocol import Store
 from runtime.store.records import Memory, ScopeType, StoredMessage, Task, TaskStatus
 
@@ -144,6 +145,14 @@ async def test_the_bots_own_messages_are_labelled_with_the_personas_name(store: 
     await store.append_messages([StoredMessage(G1, "m", "self", "self", 1.0, "我推荐去香山", from_self=True)])
     found = await engine(store, self_name="小岚").retrieve(RetrievalQuery(G1, "香山"))
     assert [r.content for r in found] == ["小岚自己: 我推荐去香山"]
+
+
+@pytest.mark.asyncio
+async def test_what_the_account_sent_elsewhere_is_not_labelled_as_the_personas_own(store: Store) -> None:
+    typed = StoredMessage(G1, "m", "10000", "小岚", 1.0, "我推荐去香山", from_self=True, sent_elsewhere=True)
+    await store.append_messages([typed])
+    found = await engine(store, self_name="小岚").retrieve(RetrievalQuery(G1, "香山"))
+    assert [r.content for r in found] == [f"{SENT_ELSEWHERE_LABEL} 小岚: 我推荐去香山"]
 
 
 @pytest.mark.asyncio

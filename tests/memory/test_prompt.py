@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from runtime.context.tokens import RoughTokenCounter
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL
 from runtime.memory.export import safe_name
 from runtime.memory.prompt import COMPRESSION_MARKER, compression_messages, select_transcript
 from runtime.memory.summary import SummaryBody
@@ -61,6 +62,18 @@ def test_the_request_carries_the_old_summary_and_only_the_new_messages() -> None
     assert f"更早的 {transcript.omitted} 条消息因篇幅省略" in new
     assert "第5条消息" in new
     assert "第0条消息" not in new
+
+
+def test_the_personas_words_and_what_its_account_sent_elsewhere_are_told_apart() -> None:
+    said = [
+        StoredMessage("group:1", "a", "10000", "灰风", 1.0, "我来查一下", from_self=True),
+        StoredMessage("group:1", "b", "10000", "灰风", 2.0, "明天停服", from_self=True, sent_elsewhere=True),
+    ]
+    transcript = select_transcript(said, max_tokens=1_000, count=COUNT)
+    _system, user = compression_messages(SummaryBody(), transcript, first_round=1, last_round=2)
+    assert "灰风（人格体本人）: 我来查一下" in user["content"]
+    assert f"{SENT_ELSEWHERE_LABEL} 灰风: 明天停服" in user["content"]
+    assert "（人格体本人）: 明天停服" not in user["content"]
 
 
 def test_directory_names_are_safe_and_distinct() -> None:
