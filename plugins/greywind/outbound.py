@@ -11,11 +11,11 @@
   a failed send (without the quote, which may have been recalled; not after a timeout, when the part
   may have gone out all the same and would be read twice: it counts as sent when the platform's echo
   of it came back meanwhile, :meth:`Outbound.heard_own`, and is retried only in a chat whose echoes
-  come), every part recorded through the
-  ``on_sent`` callback. Each chat's sends go through the account that owns it, and an account whose
-  sends fail like a restricted account's is paused (:mod:`plugins.greywind.restriction`). Shadow mode
-  sends nothing and records what would have been sent. Text goes out as a segment array, never as a
-  CQ string, so a model writing ``[CQ:at,qq=all]`` cannot @ everyone.
+  come; a part given up unanswered whose echo comes later is recorded then), every part recorded
+  through the ``on_sent`` callback. Each chat's sends go through the account that owns it, and an
+  account whose sends fail like a restricted account's is paused (:mod:`plugins.greywind.restriction`).
+  Shadow mode sends nothing and records what would have been sent. Text goes out as a segment array,
+  never as a CQ string, so a model writing ``[CQ:at,qq=all]`` cannot @ everyone.
 
 Decisions (gate verdicts, send results) are values; a send that fails twice is a ``SendResult`` with
 ``reason="failed"`` (``"unanswered"`` when the platform did not answer it in time), never an exception
@@ -49,9 +49,11 @@ from runtime.quiet import QUIET_IMPOSED, QuietBook
 # The bot's own messages heard back kept to tell whether a part the platform did not answer in time
 # went out: the last this many, over all chats.
 ECHOES_KEPT = 256
-# A part confirmed without a message id owns the first echo of its words in its chat heard within this
-# many seconds of its hand-over (an echo comes within seconds when it comes at all).
-OWED_ECHO_WITHIN = 60.0
+# A part confirmed without a message id, or given up unanswered, owns the first echo of its words in its
+# chat heard within this many seconds of its hand-over (an echo comes within seconds when it comes).
+AWAITED_ECHO_WITHIN = 60.0
+
+_GivenUp = tuple[str, str | None]  # a part given up unanswered: its text and the message it quoted
 
 __all__ = [
     "Account",
@@ -305,9 +307,10 @@ class Outbound:
         self._listeners: list[Callable[[SentRecord], None]] = [on_sent] if on_sent else []
         self._own_ids: OrderedDict[str, None] = OrderedDict()
         self._echoes: deque[tuple[str, str, str, float]] = deque(maxlen=ECHOES_KEPT)
-        # Parts confirmed without a message id whose echo has not come (yet): (chat, words, handed
-        # over at). The echo is theirs when it comes.
-        self._owed: deque[tuple[str, str, float]] = deque(maxlen=ECHOES_KEPT)
+        # Parts whose echo has not come (yet), which own it when it comes: (chat, words, handed over at,
+        # and for a part given up unanswered its text and quote, recorded as sent when it comes;
+        # None for one confirmed without a message id).
+        self._awaited: deque[tuple[str, str, float, _GivenUp | None]] = deque(maxlen=ECHOES_KEPT)
         # What this bot sent, against what the account's owner (or another program) sent: the ids of
         # its parts (the last ``remember_ids``), and the parts on their way (chat, words).
         self._sent_ids: OrderedDict[str, None] = OrderedDict()
@@ -348,10 +351,12 @@ class Outbound:
         if message_id:
             _keep_recent(self._own_ids, message_id, self._remember_ids)
         said = text.strip()
-        for index, (chat, owed, since) in enumerate(self._owed):
-            if chat == chat_id and owed == said and since <= at <= since + OWED_ECHO_WITHIN:
-                del self._owed[index]  # the echo of a part confirmed without an id: nothing to vouch for
-                if message_id:
+        for index, (chat, awaited, since, given_up) in enumerate(self._awaited):
+            if chat == chat_id and awaited == said and since <= at <= since + AWAITED_ECHO_WITHIN:
+                del self._awaited[index]  # its part's echo: it vouches for nothing else
+                if given_up is not None:  # the part went out after all, after its send was given up
+                    self._echoed(chat_id, given_up[0], message_id, given_up[1], since)
+                elif message_id:
                     _keep_recent(self._sent_ids, message_id, self._remember_ids)
                 return
         self._echoes.append((chat_id, said, message_id, at))
@@ -389,7 +394,7 @@ class Outbound:
         The echo's id when it came already (the part's id after all), else ""."""
         echo = self._echo_of(chat_id, text, since)
         if echo is None:
-            self._owed.append((chat_id, text.strip(), since))
+            self._awaited.append((chat_id, text.strip(), since, None))
         return echo or ""
 
     def gate(self, chat_id: str) -> GateVerdict:
@@ -527,7 +532,9 @@ class Outbound:
                         if chat_id not in self._echo_chats:
                             # The platform does not report this chat's own messages: the part may
                             # have gone out, and sent again the chat would read it twice (a
-                            # restricted account would not take it either).
+                            # restricted account would not take it either). An echo that comes
+                            # later all the same says it did: it is recorded then.
+                            self._awaited.append((chat_id, text.strip(), sent_at, (text, reply_to)))
                             return None, attempt, "unanswered"
                         # This chat's own messages come back and this one has not: it did not go
                         # out. Tried again once, unless its echo comes in the meantime after all.
@@ -543,6 +550,8 @@ class Outbound:
                     if echo is not None:
                         self._echoed(chat_id, text, echo, reply_to, unanswered_since)
                         return echo, attempt, "sent"
+        if reason == "unanswered" and unanswered_since is not None:
+            self._awaited.append((chat_id, text.strip(), unanswered_since, (text, reply_to)))  # as above
         return None, 2, reason
 
     def _echoed(self, chat_id: str, text: str, echo: str, reply_to: str | None, at: float) -> None:

@@ -417,6 +417,50 @@ async def test_a_send_that_timed_out_is_not_sent_again() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_part_given_up_unanswered_is_recorded_when_its_echo_comes_later() -> None:
+    # The chat's first send: nothing says yet that its echoes come, so the part is given up, not sent
+    # again. Its echo, come late, says it went out: the bot's memory gets it then.
+    bot = UnansweredBot()
+    records: list[SentRecord] = []
+    outbound = slow_outbound(bot, records)
+    result = await outbound.send("group:1", "这句只发一次", reply_to="42")
+    assert (result.sent, result.reason) == (False, "unanswered")
+    assert records == []
+    outbound.heard_own("group:1", "777", "这句只发一次", wall_clock())
+    assert [(r.text, r.message_id, r.reply_to) for r in records] == [("这句只发一次", "777", "42")]
+    assert outbound.sent_it("group:1", "777", "这句只发一次")  # the bot's words, not its owner's
+    outbound.heard_own("group:1", "778", "这句只发一次", wall_clock())  # the same words again: not it
+    assert len(records) == 1
+    assert not outbound.sent_it("group:1", "778", "这句只发一次")
+
+
+@pytest.mark.anyio
+async def test_in_an_echoing_chat_a_part_unanswered_twice_is_recorded_when_its_echo_comes_at_last() -> None:
+    records: list[SentRecord] = []
+
+    class Platform:
+        """Answers and echoes the first call; takes the others and never answers them."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def call_api(self, api: str, **data: Any) -> Any:
+            self.calls += 1
+            if self.calls > 1:
+                await anyio.sleep_forever()
+            outbound.heard_own("group:1", "880", data["message"][-1]["data"]["text"], wall_clock())
+            return {"message_id": "880"}
+
+    platform = Platform()
+    outbound = slow_outbound(platform, records)
+    await outbound.send("group:1", "早上好")
+    result = await outbound.send("group:1", "明天见")
+    assert (result.sent, result.reason, platform.calls) == (False, "unanswered", 3)
+    outbound.heard_own("group:1", "881", "明天见", wall_clock())
+    assert [r.message_id for r in records] == ["880", "881"]
+
+
+@pytest.mark.anyio
 async def test_a_part_not_answered_in_time_but_echoed_back_counts_as_sent_and_the_rest_follows() -> None:
     bot = EchoingBot()
     records: list[SentRecord] = []
