@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import time as wall_clock
 from typing import Any
 
@@ -387,6 +388,34 @@ class EchoingBot:
         return {"message_id": 700 + len(self.calls)} if self.ids else {}
 
 
+class ScriptedPlatform:
+    """Calls numbered from 1: call ``n``'s echo (id ``echo(n)``, None for none) comes back at once; it
+    is then never answered if ``hang(n)``, else answered with ``answer(n)``."""
+
+    def __init__(
+        self,
+        *,
+        echo: Callable[[int], str | None],
+        hang: Callable[[int], bool] = lambda n: False,
+        answer: Callable[[int], Any] = lambda n: {},
+    ) -> None:
+        self.outbound: Outbound | None = None
+        self.echo, self.hang, self.answer = echo, hang, answer
+        self.calls = 0
+        self.in_flight: list[bool] = []  # for each echo: whether the outbound took it for its part
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        assert self.outbound is not None
+        self.calls += 1
+        text = data["message"][-1]["data"]["text"]
+        if (echo := self.echo(self.calls)) is not None:
+            self.outbound.heard_own("group:1", echo, text, wall_clock())
+            self.in_flight.append(self.outbound.sent_it("group:1", echo, text))
+        if self.hang(self.calls):
+            await anyio.sleep_forever()
+        return self.answer(self.calls)
+
+
 def slow_outbound(
     bot: BotApi, records: list[SentRecord], *, split_at: int = 200, retry_delay: float = 0.0
 ) -> Outbound:
@@ -401,7 +430,7 @@ def slow_outbound(
         max_reply_chars=600,
         on_sent=records.append,
     )
-    if isinstance(bot, EchoingBot | LosingBot):
+    if isinstance(bot, EchoingBot | LosingBot | ScriptedPlatform):
         bot.outbound = outbound
     return outbound
 
@@ -437,21 +466,10 @@ async def test_a_part_given_up_unanswered_is_recorded_when_its_echo_comes_later(
 @pytest.mark.anyio
 async def test_in_an_echoing_chat_a_part_unanswered_twice_is_recorded_when_its_echo_comes_at_last() -> None:
     records: list[SentRecord] = []
-
-    class Platform:
-        """Answers and echoes the first call; takes the others and never answers them."""
-
-        def __init__(self) -> None:
-            self.calls = 0
-
-        async def call_api(self, api: str, **data: Any) -> Any:
-            self.calls += 1
-            if self.calls > 1:
-                await anyio.sleep_forever()
-            outbound.heard_own("group:1", "880", data["message"][-1]["data"]["text"], wall_clock())
-            return {"message_id": "880"}
-
-    platform = Platform()
+    # Answers and echoes the first call; takes the others and never answers them.
+    platform = ScriptedPlatform(
+        echo=lambda n: "880" if n == 1 else None, hang=lambda n: n > 1, answer=lambda n: {"message_id": "880"}
+    )
     outbound = slow_outbound(platform, records)
     await outbound.send("group:1", "早上好")
     result = await outbound.send("group:1", "明天见")
@@ -526,21 +544,7 @@ async def test_an_echo_that_came_before_the_id_less_answer_leaves_the_next_echo_
     # The first part's echo comes before the platform's answer (without an id). The second part, the
     # same words, is not answered in time but its echo comes: it went out, and is not sent again.
     records: list[SentRecord] = []
-
-    class EchoFirst:
-        def __init__(self) -> None:
-            self.calls = 0
-
-        async def call_api(self, api: str, **data: Any) -> Any:
-            self.calls += 1
-            outbound.heard_own(
-                "group:1", str(900 + self.calls), data["message"][-1]["data"]["text"], wall_clock()
-            )
-            if self.calls == 2:
-                await anyio.sleep_forever()
-            return {}
-
-    bot = EchoFirst()
+    bot = ScriptedPlatform(echo=lambda n: str(900 + n), hang=lambda n: n == 2)
     outbound = slow_outbound(bot, records)
     first = await outbound.send("group:1", "好")
     assert first.message_ids == ("901",)  # the echo told the id the answer left out
@@ -610,27 +614,15 @@ async def test_a_lost_looking_part_whose_echo_comes_before_the_retry_is_not_sent
 
 @pytest.mark.anyio
 async def test_the_bot_tells_its_own_parts_from_what_its_account_sent_elsewhere() -> None:
-    heard_in_flight: list[bool] = []
     records: list[SentRecord] = []
-
-    class Platform:
-        """Echoes each part while its call waits, then answers (the first without an id)."""
-
-        def __init__(self) -> None:
-            self.calls = 0
-
-        async def call_api(self, api: str, **data: Any) -> Any:
-            self.calls += 1
-            text = data["message"][-1]["data"]["text"]
-            echo = str(950 + self.calls)
-            outbound.heard_own("group:1", echo, text, wall_clock())
-            heard_in_flight.append(outbound.sent_it("group:1", echo, text))
-            return {} if self.calls == 1 else {"message_id": echo}
-
-    outbound = slow_outbound(Platform(), records)
+    # Echoes each part while its call waits, then answers (the first without an id).
+    platform = ScriptedPlatform(
+        echo=lambda n: str(950 + n), answer=lambda n: {} if n == 1 else {"message_id": str(950 + n)}
+    )
+    outbound = slow_outbound(platform, records)
     await outbound.send("group:1", "第一句")
     await outbound.send("group:1", "第二句")
-    assert heard_in_flight == [True, True]  # echoed before the platform answered: on its way
+    assert platform.in_flight == [True, True]  # echoed before the platform answered: on its way
     assert outbound.sent_it("group:1", "951", "第一句")  # answered without an id: its echo's id
     assert outbound.sent_it("group:1", "952", "第二句")
     # The owner typed on another device: the account's own message, which the bot never sent.
