@@ -53,7 +53,7 @@ from runtime.context.resolver import THREAD_TASKS, Resolution, ThreadResolver
 from runtime.context.retrieval import RetrievalEngine, RetrievalQuery
 from runtime.context.sessions import SessionManager, interruption_lines
 from runtime.context.tasks import task_lines
-from runtime.kernel.message import ChatKey, ChatMessage
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL, ChatKey, ChatMessage
 from runtime.store.records import Session, StoredMessage, Task, TopicThread
 from runtime.store.roles import ConversationRows, MemoryLayerRows
 
@@ -603,6 +603,8 @@ class ContextBuilder:
             quoted = await self._store.get_message(trigger.chat_id, trigger.reply_to)
             if quoted is not None:
                 attached = f"{quoted.sender_name or quoted.sender_id}: {quoted.text}"
+                if quoted.sent_elsewhere:  # its account's, not its own words
+                    attached = f"{SENT_ELSEWHERE_LABEL} {attached}"
         return UserInputSlot(
             raw_text=trigger.text,
             input_type="text",

@@ -8,7 +8,7 @@ import pytest
 from runtime.config import parse_config
 from runtime.context.builder import ChatInfo, RecentBuffer, RecentBufferStatistics
 from runtime.context.setup import ContextRuntime, context_runtime
-from runtime.kernel.message import ChatKind, ChatMessage
+from runtime.kernel.message import SENT_ELSEWHERE_LABEL, ChatKind, ChatMessage
 from runtime.store.protocol import Store
 from runtime.store.records import Memory, ScopeType, StoredMessage
 
@@ -228,6 +228,18 @@ async def test_a_reply_quotes_its_target_when_it_is_not_in_the_dialogue(store: S
     )
     assert built.packet.user_input.attached_context == "名u5: 明天十点开会"
     assert prompt.as_messages()[-1]["content"].startswith("（引用：名u5: 明天十点开会）")
+
+
+@pytest.mark.asyncio
+async def test_a_quoted_message_its_account_sent_elsewhere_is_quoted_as_the_accounts(store: Store) -> None:
+    rt = runtime(store)
+    typed = msg(G1, "q1", "10000", "今晚八点我亲自答疑", 0.0, from_self=True, sent_elsewhere=True)
+    await store_msg(store, typed, "th-old")
+    trigger = msg(G1, "m1", "u1", "那要提前准备问题吗", 100.0, reply_to="q1", addressed=True)
+    built, _prompt = await rt.prepare(
+        trigger, chat=G1, now=100.0, reason="forced", conversation_thread_id="th-new"
+    )
+    assert built.packet.user_input.attached_context == f"{SENT_ELSEWHERE_LABEL} 名10000: 今晚八点我亲自答疑"
 
 
 @pytest.mark.asyncio
