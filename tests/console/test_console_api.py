@@ -4,6 +4,7 @@ through its admin control."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from starlette.routing import Mount, Route
 
 from runtime.console.auth import LOGIN_FAILURES
 from runtime.console.security import OPEN_ROUTES
+from tests.app.conftest import SELF_ID
 from tests.console.conftest import PASSWORD, console_for
 
 pytestmark = pytest.mark.asyncio
@@ -225,12 +227,16 @@ async def test_what_if_replays_the_chat_under_changed_thresholds(tmp_path: Path)
         for text in ("今天天气不错", "是啊挺好", "晚上吃什么", "火锅吧", "好主意"):
             await harness.say(text)
             harness.clock.advance(30)
+        # The account's owner, typing on a phone: not one of the bot's sends.
+        owner = replace(harness.message("我先下了"), sender_id=SELF_ID, from_self=True, sent_elsewhere=True)
+        await harness.runtime.on_message(owner)
         await harness.runtime.writer.flush()
         answer = await console.client.post(
             "/console/api/whatif", json={"chat": CHAT, "hours": 1, "high": 0.01, "medium": 0.0}
         )
         data = answer.json()
         assert data["messages"] == 5
+        assert data["actual"]["sent"] == 0
         assert len(data["points"]) == 5
         now, changed = data["runs"]
         assert (now["high"], now["medium"]) == (0.65, 0.35)

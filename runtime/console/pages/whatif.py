@@ -103,7 +103,7 @@ async def _replay(
         await run_replay(messages, settings, observers=[trace])
         runs.append(trace.view(high, medium))
         points = points or trace.points
-    sent = [m.time for m in stored if m.from_self]
+    sent = [m.time for m in stored if m.from_self and not m.sent_elsewhere]  # the owner's are not its
     return {
         "chat_id": chat_id,
         "messages": sum(1 for m in stored if not m.from_self),
