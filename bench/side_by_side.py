@@ -246,6 +246,13 @@ def stage_stamps(target: Target, requests: dict[str, float]) -> dict[str, dict[s
     return out
 
 
+def _spread_line(stage: str, values: list[float]) -> str:
+    return (
+        f"    {stage:<18} n={len(values):<4} {percentile(values, 0.5):7.1f} "
+        f"{percentile(values, 0.99):7.1f} {max(values):7.1f}"
+    )
+
+
 def breakdown(stamps: dict[str, dict[str, float]]) -> None:
     """Per stage, the time since the stage before it (ms): p50 and p99 over the @s; the context's parts
     (read side by side) each from their start to its own end; then the slowest @s one by one."""
@@ -267,10 +274,7 @@ def breakdown(stamps: dict[str, dict[str, float]]) -> None:
     print("  stage breakdown (ms since the stage before; n, p50, p99, max):")
     for stage in STAGES:
         if values := steps.get(stage):
-            print(
-                f"    {stage:<18} n={len(values):<4} {percentile(values, 0.5):7.1f} "
-                f"{percentile(values, 0.99):7.1f} {max(values):7.1f}"
-            )
+            print(_spread_line(stage, values))
     parts: dict[str, list[float]] = {}  # each context part's end, from the parts' start (side by side)
     for times in stamps.values():
         if (start := times.get("context.session")) is not None:
@@ -280,10 +284,7 @@ def breakdown(stamps: dict[str, dict[str, float]]) -> None:
     if parts:
         print("  context parts, each one's end since context.session (n, p50, p99, max):")
         for stage, values in sorted(parts.items()):
-            print(
-                f"    {stage:<18} n={len(values):<4} {percentile(values, 0.5):7.1f} "
-                f"{percentile(values, 0.99):7.1f} {max(values):7.1f}"
-            )
+            print(_spread_line(stage, values))
     rows.sort(reverse=True)
     print("  the slowest @s:")
     for total, tag, row in rows[:6]:

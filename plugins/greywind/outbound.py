@@ -336,7 +336,8 @@ class Outbound:
         return dispose
 
     def is_own_message(self, message_id: str) -> bool:
-        """Whether the bot sent ``message_id`` (recently: the last ``remember_ids`` parts)."""
+        """Whether ``message_id`` is its account's own (recently: the last ``remember_ids``): a part the
+        bot sent, or any message of the account heard back (:meth:`sent_it` tells them apart)."""
         return message_id in self._own_ids
 
     def heard_own(self, chat_id: str, message_id: str, text: str, at: float) -> None:
@@ -344,6 +345,7 @@ class Outbound:
         the bot's at once: the echo may come before the platform confirms the send, and a reply to it
         right after. A part whose send the platform did not answer in time counts as sent when its
         echo came; in a chat whose echoes come, one that did not come means the part did not go out.
+        An echo a part awaits (:meth:`_await_echo`) is that part's, and vouches for nothing else.
         """
         _keep_recent(self._echo_chats, chat_id, self._remember_ids)
         if message_id in self._own_ids:
@@ -353,7 +355,7 @@ class Outbound:
         said = text.strip()
         for index, (chat, awaited, since, given_up) in enumerate(self._awaited):
             if chat == chat_id and awaited == said and since <= at <= since + AWAITED_ECHO_WITHIN:
-                del self._awaited[index]  # its part's echo: it vouches for nothing else
+                del self._awaited[index]
                 if given_up is not None:  # the part went out after all, after its send was given up
                     self._echoed(chat_id, given_up[0], message_id, given_up[1], since)
                 elif message_id:
@@ -394,8 +396,13 @@ class Outbound:
         The echo's id when it came already (the part's id after all), else ""."""
         echo = self._echo_of(chat_id, text, since)
         if echo is None:
-            self._awaited.append((chat_id, text.strip(), since, None))
+            self._await_echo(chat_id, text, since, None)
         return echo or ""
+
+    def _await_echo(self, chat_id: str, text: str, since: float, given_up: _GivenUp | None) -> None:
+        """The part handed over at ``since`` owns the first echo of ``text`` in ``chat_id`` heard within
+        ``AWAITED_ECHO_WITHIN``; ``given_up``: a part given up unanswered, recorded when it comes."""
+        self._awaited.append((chat_id, text.strip(), since, given_up))
 
     def gate(self, chat_id: str) -> GateVerdict:
         """The chat's gate, closed (``restricted``) too while its account's sends are paused."""
@@ -534,7 +541,7 @@ class Outbound:
                             # have gone out, and sent again the chat would read it twice (a
                             # restricted account would not take it either). An echo that comes
                             # later all the same says it did: it is recorded then.
-                            self._awaited.append((chat_id, text.strip(), sent_at, (text, reply_to)))
+                            self._await_echo(chat_id, text, sent_at, (text, reply_to))
                             return None, attempt, "unanswered"
                         # This chat's own messages come back and this one has not: it did not go
                         # out. Tried again once, unless its echo comes in the meantime after all.
@@ -551,7 +558,7 @@ class Outbound:
                         self._echoed(chat_id, text, echo, reply_to, unanswered_since)
                         return echo, attempt, "sent"
         if reason == "unanswered" and unanswered_since is not None:
-            self._awaited.append((chat_id, text.strip(), unanswered_since, (text, reply_to)))  # as above
+            self._await_echo(chat_id, text, unanswered_since, (text, reply_to))  # as above
         return None, 2, reason
 
     def _echoed(self, chat_id: str, text: str, echo: str, reply_to: str | None, at: float) -> None:
