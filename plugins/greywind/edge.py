@@ -397,15 +397,16 @@ class Edge:
             self._settle(key)
             return
         if inbound.message.from_self:
-            inbound = self._attributed(inbound)
+            inbound = await self._attributed(inbound)
         await self.deliver(inbound, str(event.self_id), key)
 
-    def _attributed(self, inbound: Inbound) -> Inbound:
+    async def _attributed(self, inbound: Inbound) -> Inbound:
         """The account's own message, heard live: one this bot did not send (its owner typed it on
         another device, another program sent it) is marked ``sent_elsewhere``, and the model will not
-        read it as its own words. (A journal replay after a restart cannot tell: it stays the bot's.)"""
+        read it as its own words. Heard while the bot sends to that chat, it is judged once those
+        sends are answered. (A journal replay after a restart cannot tell: it stays the bot's.)"""
         message = inbound.message
-        if self.outbound.sent_it(message.chat_id, message.message_id, message.text):
+        if await self.outbound.sent_it_once_answered(message.chat_id, message.message_id, message.text):
             return inbound
         log.info("own_message_sent_elsewhere", chat_id=message.chat_id, message_id=message.message_id)
         return replace(inbound, message=replace(message, sent_elsewhere=True))

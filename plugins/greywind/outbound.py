@@ -315,6 +315,8 @@ class Outbound:
         # its parts (the last ``remember_ids``), and the parts on their way (chat, words).
         self._sent_ids: OrderedDict[str, None] = OrderedDict()
         self._in_flight: list[tuple[str, str]] = []
+        # Waiters for a chat's parts on their way to be answered (:meth:`sent_it_once_answered`).
+        self._landed: dict[str, anyio.Event] = {}
         # The chats whose own messages the platform reports back (the last ``remember_ids``).
         self._echo_chats: OrderedDict[str, None] = OrderedDict()
         self._remember_ids = remember_ids
@@ -371,6 +373,23 @@ class Outbound:
         if message_id and message_id in self._sent_ids:
             return True
         return (chat_id, text.strip()) in self._in_flight
+
+    async def sent_it_once_answered(self, chat_id: str, message_id: str, text: str) -> bool:
+        """:meth:`sent_it`, asked again once the parts on their way to ``chat_id`` are answered (or
+        given up) if it says no while one is. An implementation that changes a part's words on the
+        way (its echo does not read as sent) may report the echo before it answers the send with the
+        id: the answer tells. Only the account's own messages heard while the bot sends to that chat
+        wait, for the sends' time at the most."""
+        if self.sent_it(chat_id, message_id, text):
+            return True
+        if not message_id or not any(chat == chat_id for chat, _ in self._in_flight):
+            return False
+        landed = self._landed.get(chat_id)
+        if landed is None:
+            landed = self._landed[chat_id] = anyio.Event()
+        with anyio.move_on_after(2 * self._send_timeout + self._retry_delay):
+            await landed.wait()
+        return self.sent_it(chat_id, message_id, text)
 
     def _echo_of(self, chat_id: str, text: str, since: float) -> str | None:
         """The id of an echo of ``text`` in ``chat_id`` heard at or after ``since`` (taken: one echo
@@ -478,6 +497,8 @@ class Outbound:
             return await self._send_part(chat_id, text, reply_to)
         finally:
             self._in_flight.remove(flight)
+            if chat_id in self._landed and not any(chat == chat_id for chat, _ in self._in_flight):
+                self._landed.pop(chat_id).set()
 
     async def _send_part(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
         key = ChatKey.parse(chat_id)

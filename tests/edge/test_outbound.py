@@ -430,7 +430,7 @@ def slow_outbound(
         max_reply_chars=600,
         on_sent=records.append,
     )
-    if isinstance(bot, EchoingBot | LosingBot | ScriptedPlatform):
+    if isinstance(bot, EchoingBot | LosingBot | ScriptedPlatform | RewritingPlatform):
         bot.outbound = outbound
     return outbound
 
@@ -630,3 +630,52 @@ async def test_the_bot_tells_its_own_parts_from_what_its_account_sent_elsewhere(
     assert outbound.is_own_message("960")  # a reply to it is a reply to the account
     assert not outbound.sent_it("group:1", "960", "我是号主")
     assert not outbound.sent_it("group:1", "961", "第二句")  # the same words again, later: not its part
+
+
+class RewritingPlatform:
+    """Changes each part's words on the way (``~`` becomes ``～``) and reports its echo (id 990 + the
+    call's number) before it answers the send, 10 ms later, with that id. The account's owner types
+    ``owner`` (id 999) in the same chat meanwhile. Of each of the account's messages heard while the
+    call waits: what :meth:`Outbound.sent_it` says at once (``at_once``), and what the edge judges
+    (``judged``)."""
+
+    def __init__(self, owner: str) -> None:
+        self.outbound: Outbound | None = None
+        self.owner = owner
+        self.calls = 0
+        self.at_once: dict[str, bool] = {}
+        self.judged: dict[str, bool] = {}
+        self.judging: anyio.abc.TaskGroup | None = None
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        assert self.outbound is not None
+        assert self.judging is not None
+        self.calls += 1
+        heard = [(str(990 + self.calls), data["message"][-1]["data"]["text"].replace("~", "～"))]
+        heard.append(("999", self.owner))
+        for message_id, said in heard:
+            self.outbound.heard_own("group:1", message_id, said, wall_clock())
+            self.judging.start_soon(self._judge, message_id, said)
+        await anyio.sleep(0.01)
+        return {"message_id": str(990 + self.calls)}
+
+    async def _judge(self, message_id: str, said: str) -> None:
+        assert self.outbound is not None
+        self.at_once[message_id] = self.outbound.sent_it("group:1", message_id, said)
+        self.judged[message_id] = await self.outbound.sent_it_once_answered("group:1", message_id, said)
+
+
+@pytest.mark.anyio
+async def test_an_echo_the_platform_reworded_is_the_bots_once_its_send_is_answered() -> None:
+    # Heard before the answer that gives its id, and not in the words sent, the bot's own part was
+    # taken for its owner's words: the model would have read its own reply as someone else's.
+    platform = RewritingPlatform(owner="我来说两句")
+    outbound = slow_outbound(platform, [])
+    async with anyio.create_task_group() as judging:
+        platform.judging = judging
+        await outbound.send("group:1", "好的~")
+    assert platform.at_once == {"991": False, "999": False}  # what the edge judged before: both the owner's
+    assert platform.judged == {"991": True, "999": False}  # the owner's words stay the owner's
+    # With nothing on its way to the chat, the account's message is judged at once.
+    with anyio.fail_after(0.005):
+        assert not await outbound.sent_it_once_answered("group:1", "1000", "又是号主")
