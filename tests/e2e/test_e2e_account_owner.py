@@ -71,3 +71,38 @@ async def test_what_the_owner_types_elsewhere_reaches_the_model_as_the_accounts_
     assert all(role == "user" and SENT_ELSEWHERE_LABEL in text for role, text in owners), owners
     # ... and the bot's own reply is still its own.
     assert ("assistant", BOT_SAID) in said, said
+
+
+REWORDED_SAID = "好的~马上就来"
+
+
+async def test_a_reply_the_platform_reworded_and_echoed_before_answering_stays_the_bots(
+    start_bot: StartBot, openai_server: ScriptedOpenAIServer
+) -> None:
+    # The platform changes the reply's words on the way (~ becomes ～) and reports it back before it
+    # answers the send with its id: the bot must not take its own reply for its owner's words.
+    openai_server.load({"default": reply_call(REWORDED_SAID)})
+    bot = start_bot(model=openai_server, config=CONFIG)
+    async with connected_peer(bot, self_id=SELF_ID) as peer:
+        peer.answer_delay = 1.0  # well within send_timeout_ms: the send is answered, late
+        await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), " 你能过来一下吗？")
+        call = await peer.wait_for_call(predicate=in_group, within=20.0)
+        sent_id = int(call.answer["data"]["message_id"])
+        echo = ob.group_message(
+            self_id=SELF_ID,
+            group_id=GROUP,
+            user_id=SELF_ID,
+            message=call.text.replace("~", "～"),
+            message_id=sent_id,
+        )
+        await peer.post({**echo, "post_type": "message_sent"})
+        await bot.await_log("sent", within=10.0)  # the send answered, with the echo's id
+        before = len(openai_server.chat_requests)
+        await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), " 到了吗？")
+        await peer.wait_for_call(predicate=in_group, after=peer.calls.index(call) + 1, within=20.0)
+
+    assert not [r for r in bot.records() if r.get("event") == "own_message_sent_elsewhere"]
+    request = openai_server.chat_requests[before]
+    said = [(m["role"], str(m.get("content") or "")) for m in request.messages]
+    assert not [text for _role, text in said if SENT_ELSEWHERE_LABEL in text], said
+    assert [role for role, text in said if "马上就来" in text] == ["assistant"], said
