@@ -7,12 +7,14 @@ for its own: the model reads them as said by its account, labelled, and its own 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from runtime.kernel.message import SENT_ELSEWHERE_LABEL
 from tests.e2e.conftest import StartBot
 from tests.e2e.live import connected_peer, reply_call
-from tests.e2e.onebot_peer import ApiCall
+from tests.e2e.onebot_peer import ApiCall, OneBotPeer
 from tests.support import onebot_events as ob
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -33,28 +35,34 @@ def in_group(call: ApiCall) -> bool:
     return call.action == "send_group_msg" and call.params.get("group_id") == GROUP
 
 
+def own_report(message: list[ob.Segment] | str, message_id: int | None = None) -> dict[str, Any]:
+    """The account's own message in the group, reported back (``message_sent``)."""
+    report = ob.group_message(
+        self_id=SELF_ID, group_id=GROUP, user_id=SELF_ID, message=message, message_id=message_id
+    )
+    return {**report, "post_type": "message_sent"}
+
+
+async def asked_and_answered(peer: OneBotPeer, question: str) -> tuple[int, ApiCall, int]:
+    """A member @s the bot: the question's id, the bot's answering send call and that send's id."""
+    asked = await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), question)
+    call = await peer.wait_for_call(predicate=in_group, within=20.0)
+    return asked, call, int(call.answer["data"]["message_id"])
+
+
 async def test_what_the_owner_types_elsewhere_reaches_the_model_as_the_accounts_not_the_bots(
     start_bot: StartBot, openai_server: ScriptedOpenAIServer
 ) -> None:
     openai_server.load({"default": reply_call(BOT_SAID)})
     bot = start_bot(model=openai_server, config=CONFIG)
     async with connected_peer(bot, self_id=SELF_ID) as peer:
-        asked = await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), " 今晚的答疑几点开始？")
-        call = await peer.wait_for_call(predicate=in_group, within=20.0)
-        sent_id = int(call.answer["data"]["message_id"])
+        asked, call, sent_id = await asked_and_answered(peer, " 今晚的答疑几点开始？")
         reports = [  # the bot's reply, reported back; then the owner, on a phone, quoting the question
-            ob.group_message(
-                self_id=SELF_ID, group_id=GROUP, user_id=SELF_ID, message=call.text, message_id=sent_id
-            ),
-            ob.group_message(
-                self_id=SELF_ID,
-                group_id=GROUP,
-                user_id=SELF_ID,
-                message=[ob.reply(asked), ob.text(OWNER_SAID)],
-            ),
+            own_report(call.text, sent_id),
+            own_report([ob.reply(asked), ob.text(OWNER_SAID)]),
         ]
         for report in reports:
-            await peer.post({**report, "post_type": "message_sent"})
+            await peer.post(report)
         owner_id = int(reports[1]["message_id"])
         await bot.await_log("own_message_sent_elsewhere", within=10.0)
         before = len(openai_server.chat_requests)
@@ -85,17 +93,8 @@ async def test_a_reply_the_platform_reworded_and_echoed_before_answering_stays_t
     bot = start_bot(model=openai_server, config=CONFIG)
     async with connected_peer(bot, self_id=SELF_ID) as peer:
         peer.answer_delay = 1.0  # well within send_timeout_ms: the send is answered, late
-        await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), " 你能过来一下吗？")
-        call = await peer.wait_for_call(predicate=in_group, within=20.0)
-        sent_id = int(call.answer["data"]["message_id"])
-        echo = ob.group_message(
-            self_id=SELF_ID,
-            group_id=GROUP,
-            user_id=SELF_ID,
-            message=call.text.replace("~", "～"),
-            message_id=sent_id,
-        )
-        await peer.post({**echo, "post_type": "message_sent"})
+        _asked, call, sent_id = await asked_and_answered(peer, " 你能过来一下吗？")
+        await peer.post(own_report(call.text.replace("~", "～"), sent_id))
         await bot.await_log("sent", within=10.0)  # the send answered, with the echo's id
         before = len(openai_server.chat_requests)
         await peer.say_in_group(GROUP, PERSON, ob.at(SELF_ID), " 到了吗？")
