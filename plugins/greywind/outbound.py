@@ -382,7 +382,7 @@ class Outbound:
         wait, for the sends' time at the most."""
         if self.sent_it(chat_id, message_id, text):
             return True
-        if not message_id or not any(chat == chat_id for chat, _ in self._in_flight):
+        if not message_id or not self._sending_to(chat_id):
             return False
         landed = self._landed.get(chat_id)
         if landed is None:
@@ -390,6 +390,10 @@ class Outbound:
         with anyio.move_on_after(2 * self._send_timeout + self._retry_delay):
             await landed.wait()
         return self.sent_it(chat_id, message_id, text)
+
+    def _sending_to(self, chat_id: str) -> bool:
+        """Whether a part is on its way to ``chat_id``."""
+        return any(chat == chat_id for chat, _ in self._in_flight)
 
     def _echo_of(self, chat_id: str, text: str, since: float) -> str | None:
         """The id of an echo of ``text`` in ``chat_id`` heard at or after ``since`` (taken: one echo
@@ -497,7 +501,7 @@ class Outbound:
             return await self._send_part(chat_id, text, reply_to)
         finally:
             self._in_flight.remove(flight)
-            if chat_id in self._landed and not any(chat == chat_id for chat, _ in self._in_flight):
+            if chat_id in self._landed and not self._sending_to(chat_id):
                 self._landed.pop(chat_id).set()
 
     async def _send_part(self, chat_id: str, text: str, reply_to: str | None) -> tuple[str | None, int, str]:
