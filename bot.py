@@ -300,7 +300,12 @@ def main() -> int:
         superusers=len(driver.config.superusers),
     )
     # Uvicorn's own limit is 16 MiB; a frame above the configured one closes the connection (1009).
-    nonebot.run(ws_max_size=config.bot.max_frame_mb * 1024 * 1024)
+    # Uvicorn accepts permessage-deflate whenever the client offers it, which OneBot implementations'
+    # WebSocket clients do by default: on by config only.
+    nonebot.run(
+        ws_max_size=config.bot.max_frame_mb * 1024 * 1024,
+        ws_per_message_deflate=config.bot.ws_compression,
+    )
     log.info("stopped", signal=signal.Signals(received[0]).name if received else None)
     return 0
 

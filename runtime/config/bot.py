@@ -18,6 +18,7 @@
     journal_mb = 256             # inbound journal: message frames on disk until stored (0: off)
     replay_answer_minutes = 10   # journaled messages re-delivered at start are answered if this young
     max_frame_mb = 64            # a bigger WebSocket frame closes the connection (the protocol's rule)
+    ws_compression = false       # permessage-deflate when the implementation offers it (off: plain frames)
 
     [outbound]
     max_per_minute = 20          # all sends of the account together (QQ restricts fast senders)
@@ -61,6 +62,10 @@ class BotConfig(Section):
     # The largest WebSocket frame the server accepts; a bigger one closes the connection (status
     # 1009, the WebSocket protocol's rule: the server cannot skip a frame it will not read).
     max_frame_mb: int = Field(default=64, ge=1, le=1_024)
+    # Whether the OneBot WebSocket accepts permessage-deflate. Implementations offer it by default,
+    # and on the loopback or LAN link they use it buys nothing: every frame would be compressed on
+    # one side and inflated on the other, on the bot's event loop.
+    ws_compression: bool = False
 
     def unmute_phrase_for(self, persona_name: str) -> str:
         """The phrase that lifts a quiet period members asked for, for a persona called ``persona_name``."""

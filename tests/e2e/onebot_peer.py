@@ -130,6 +130,13 @@ class OneBotPeer:
                 await self._reader
 
     @property
+    def extensions(self) -> list[str]:
+        """The WebSocket extensions the bot accepted in the handshake (this peer offers
+        permessage-deflate, as websockets' clients and most OneBot implementations do)."""
+        assert self._ws is not None
+        return [extension.name for extension in self._ws.protocol.extensions]
+
+    @property
     def connected(self) -> bool:
         return (
             self._ws is not None

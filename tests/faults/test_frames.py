@@ -82,3 +82,17 @@ async def test_a_frame_over_the_configured_maximum_closes_the_connection_as_the_
     assert small.alive
     async with connected_peer(small, self_id=SELF_ID) as peer:  # the peer reconnects; all is well
         await still_serving(small, peer)
+
+
+async def test_frames_go_uncompressed_though_the_implementation_offers_deflate(bot: BotProcess) -> None:
+    async with connected_peer(bot, self_id=SELF_ID) as peer:
+        assert peer.extensions == []
+        await still_serving(bot, peer)
+
+
+async def test_ws_compression_accepts_the_offered_deflate(start_bot: StartBot) -> None:
+    compressing = start_bot(config="[bot]\nws_compression = true\n")
+    await compressing.await_log("edge_started", within=20)
+    async with connected_peer(compressing, self_id=SELF_ID) as peer:
+        assert peer.extensions == ["permessage-deflate"]
+        await still_serving(compressing, peer)
