@@ -227,7 +227,7 @@ def main() -> int:
 
     from runtime.config import ConfigError, load_config
     from runtime.config.accounts import persona_names
-    from runtime.logs import configure_logging, route_loguru, secret_values_from_env
+    from runtime.logs import configure_logging, event_lines_written, route_loguru, secret_values_from_env
 
     path = _config_file()
     try:
@@ -271,6 +271,7 @@ def main() -> int:
     nonebot.load_plugin("plugins.greywind")
     # Imported after the plugin is loaded: importing a plugin's module first would bypass NoneBot's loader.
     from plugins.greywind.console import use_console
+    from plugins.greywind.event_lines import skip_event_lines
     from plugins.greywind.frame_lanes import LaneRules
     from plugins.greywind.gateway import use_runtime
     from plugins.greywind.onebot_guard import GuardedAdapter
@@ -279,6 +280,8 @@ def main() -> int:
     from runtime.console import build_console
 
     keep_type_adapters()  # NoneBot's per-event validation, without a new pydantic schema each time
+    if not event_lines_written(level):
+        skip_event_lines()  # NoneBot's line per event, which the log would drop, is not built at all
 
     use_runtime(build_runtime)
     use_console(build_console)

@@ -16,7 +16,8 @@ subsystem (``structlog.get_logger("greywind.outbound")``) and bind their context
   lines per matcher run ("Event will be handled by …", "… running complete") are dropped unless the
   level is DEBUG: the bot's own lines say what happened to a message, and rendering a line per
   message cost about as much as NoneBot's handling of it. The filter runs before anything is
-  formatted or rendered.
+  formatted or rendered; :func:`event_lines_written` says whether the event line is written at a
+  level, so the edge can spare NoneBot building it at all.
 * **Shutdown.** Once :func:`note_shutdown` is called (the edge does, on SIGTERM or Ctrl-C), NoneBot's
   "WebSocket ... closed by peer" warning is an info line: the server closing its connections on the
   way out is not a fault.
@@ -44,6 +45,7 @@ __all__ = [
     "Redactor",
     "add_log_tap",
     "configure_logging",
+    "event_lines_written",
     "note_shutdown",
     "route_loguru",
     "secret_values_from_env",
@@ -186,12 +188,19 @@ def configure_logging(
     return redactor
 
 
+def event_lines_written(level: str) -> bool:
+    """Whether :func:`route_loguru` at ``level`` writes NoneBot's line per event received (and its
+    lines per matcher run): at DEBUG and below only."""
+    return _LEVELS.get(level.upper(), logging.INFO) <= _LEVELS["DEBUG"]
+
+
 def route_loguru(redactor: Redactor, *, level: str = "INFO") -> None:
     """Send loguru's records (NoneBot, uvicorn) through structlog, masked like everything else."""
     from loguru import logger as loguru_logger  # NoneBot's dependency; imported only when routing
 
     target = structlog.get_logger("nonebot")
     threshold = _LEVELS.get(level.upper(), logging.INFO)
+    debugging = event_lines_written(level)
 
     def sink(message: Any) -> None:
         record = message.record
@@ -206,7 +215,7 @@ def route_loguru(redactor: Redactor, *, level: str = "INFO") -> None:
         getattr(target, method)(redactor.mask(str(record["message"])), **fields)
 
     def wanted(record: Any) -> bool:
-        if threshold <= _LEVELS["DEBUG"] or not str(record["name"]).startswith("nonebot"):
+        if debugging or not str(record["name"]).startswith("nonebot"):
             return True
         level = record["level"].no
         if level <= _LEVELS["INFO"]:

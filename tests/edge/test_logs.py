@@ -9,7 +9,14 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from runtime.logs import REDACTED, Redactor, configure_logging, route_loguru, secret_values_from_env
+from runtime.logs import (
+    REDACTED,
+    Redactor,
+    configure_logging,
+    event_lines_written,
+    route_loguru,
+    secret_values_from_env,
+)
 
 TOKEN = "onebot-token-8f3a9c"
 API_KEY = "sk-live-0123456789abcdef"
@@ -134,3 +141,11 @@ def test_secret_values_come_from_variables_named_like_secrets() -> None:
 def test_short_values_are_not_masked_inside_text() -> None:
     redactor = Redactor(["abc"])
     assert redactor.mask("abc def") == "abc def"
+
+
+@pytest.mark.parametrize(
+    ("level", "written"),
+    [("TRACE", True), ("DEBUG", True), ("debug", True), ("INFO", False), ("WARNING", False)],
+)
+def test_event_lines_are_written_at_debug_and_below(level: str, written: bool) -> None:
+    assert event_lines_written(level) is written
