@@ -6,8 +6,10 @@ ratios. Each line is one of the changes that took time off the hot path:
 - **NoneBot's event validation**: ``Adapter.json_to_event`` of a group message as NoneBot does it
   (a new pydantic ``TypeAdapter`` per event and per segment) and with one adapter kept per type
   (``plugins/greywind/validation_cache.py``);
-- **NoneBot's line per event** at ``LOG_LEVEL=INFO``: rendered through structlog as before, and
-  dropped in loguru's filter (``runtime/logs.py``);
+- **NoneBot's line per event** at ``LOG_LEVEL=INFO``: rendered through structlog (as at DEBUG),
+  dropped in loguru's filter (``runtime/logs.py``), and not built at all (the events skip it,
+  ``plugins/greywind/event_lines.py``). Each is what NoneBot's ``handle_event`` does for the line:
+  the prefix, ``get_log_string()`` and the ``success`` call;
 - **a tool's argument schema** per model request: pydantic's ``model_json_schema()`` each time, and
   the kept JSON (``runtime/tools/spec.py``);
 - **a packet's token estimate**: every text counted each time, and long texts' counts kept
@@ -53,9 +55,12 @@ def main() -> int:
     nonebot.init()
     from loguru import logger
     from nonebot.adapters.onebot.v11 import Adapter
+    from nonebot.exception import NoLogException
+    from nonebot.utils import escape_tag
     from pydantic import BaseModel, Field
 
     from plugins.greywind import validation_cache
+    from plugins.greywind.event_lines import skip_event_lines
     from plugins.greywind.looplag import CollectorTuning
     from runtime.llm.tokens import TokenEstimator
     from runtime.logs import configure_logging, route_loguru
@@ -72,15 +77,26 @@ def main() -> int:
 
     event = Adapter.json_to_event(dict(payload))
     as_nonebot = logger.patch(lambda record: record.update(name="nonebot.message")).opt(colors=True)
+
+    def nonebot_line() -> None:  # as nonebot.message.handle_event writes it
+        text = f"<m>{escape_tag('OneBot V11')} {escape_tag('10000')}</m> | "
+        try:
+            text += event.get_log_string()
+        except NoLogException:
+            return
+        as_nonebot.success(text)
+
     with open(os.devnull, "w") as devnull:
         timings = []
-        for level in ("DEBUG", "INFO"):  # DEBUG keeps the line, as INFO did before
+        for level in ("DEBUG", "INFO"):  # DEBUG keeps the line, as INFO did at first
             redactor = configure_logging(json=True, level=level, secrets=["sk-bench-secret"], stream=devnull)
             route_loguru(redactor, level=level)
-            text = "<m>OneBot V11 10000</m> | " + event.get_log_string()
-            timings.append(per_call_us(lambda text=text: as_nonebot.success(text), 2_000))
+            timings.append(per_call_us(nonebot_line, 2_000))
+        skip_event_lines()
+        timings.append(per_call_us(nonebot_line, 2_000))
         logger.remove()
-    line("NoneBot's line per event at INFO", *timings)
+    line("NoneBot's line per event at INFO, rendered", timings[0], timings[1])
+    line("... dropped in the filter, then not built", timings[1], timings[2])
 
     class Search(BaseModel):
         query: str = Field(description="what to look for")
