@@ -10,6 +10,9 @@ ratios. Each line is one of the changes that took time off the hot path:
   dropped in loguru's filter (``runtime/logs.py``), and not built at all (the events skip it,
   ``plugins/greywind/event_lines.py``). Each is what NoneBot's ``handle_event`` does for the line:
   the prefix, ``get_log_string()`` and the ``success`` call;
+- **where the edge hears events**: NoneBot's ``handle_event`` of a group message with a hook that
+  does nothing registered as an event preprocessor (as the edge heard events before), and the same
+  hook awaited in front of it (``plugins/greywind/hearing.py``), with no preprocessor registered;
 - **a tool's argument schema** per model request: pydantic's ``model_json_schema()`` each time, and
   the kept JSON (``runtime/tools/spec.py``);
 - **a packet's token estimate**: every text counted each time, and long texts' counts kept
@@ -22,11 +25,12 @@ ratios. Each line is one of the changes that took time off the hot path:
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,39 @@ def per_call_us(work: Callable[[], object], calls: int) -> float:
             work()
         best = min(best, time.process_time() - started)
     return best / calls * 1e6
+
+
+async def hearing(event: Any) -> tuple[float, float]:
+    """NoneBot's handle_event with a hook as an event preprocessor, and with the hook in front."""
+    import nonebot
+    import nonebot.message
+    from nonebot.adapters import Event
+    from nonebot.adapters.onebot.v11 import Adapter, Bot
+
+    bot = Bot(Adapter(nonebot.get_driver()), "10000")
+
+    async def hook(event: Event) -> None:
+        return None
+
+    async def per_event_us(work: Callable[[], Awaitable[object]], calls: int = 2_000) -> float:
+        best = float("inf")
+        for _ in range(3):
+            started = time.process_time()
+            for _ in range(calls):
+                await work()
+            best = min(best, time.process_time() - started)
+        return best / calls * 1e6
+
+    registered = set(nonebot.message._event_preprocessors)
+    nonebot.message.event_preprocessor(hook)
+    as_preprocessor = await per_event_us(lambda: nonebot.message.handle_event(bot, event))
+    nonebot.message._event_preprocessors.intersection_update(registered)
+
+    async def in_front() -> None:
+        await hook(event)
+        await nonebot.message.handle_event(bot, event)
+
+    return as_preprocessor, await per_event_us(in_front)
 
 
 def line(name: str, before: float, after: float, unit: str = "us") -> None:
@@ -97,6 +134,8 @@ def main() -> int:
         logger.remove()
     line("NoneBot's line per event at INFO, rendered", timings[0], timings[1])
     line("... dropped in the filter, then not built", timings[1], timings[2])
+
+    line("where the edge hears, per event", *asyncio.run(hearing(event)))
 
     class Search(BaseModel):
         query: str = Field(description="what to look for")

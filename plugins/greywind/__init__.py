@@ -1,6 +1,6 @@
 """GreyWind's NoneBot plugin: OneBot v11 events in, the runtime's words out.
 
-The plugin is thin: one event preprocessor hands every message and notice to an
+The plugin is thin: one hook hands every message and notice to an
 :class:`~plugins.greywind.edge.Edge`, and the driver's lifespan starts and stops it. It implements the
 contract the runtime defines in :mod:`runtime.ports` (gateway, outbound, notices, control). Module map:
 
@@ -12,16 +12,19 @@ contract the runtime defines in :mod:`runtime.ports` (gateway, outbound, notices
 * ``dispatch`` — bounded, per-chat-ordered workers in the lifespan's task group
 * ``gateway``  — ``use_runtime(factory)``, the logging stand-in for a ``RuntimeGateway``
 * ``onebot_guard`` — the adapter with a bounded event backlog in front of its receive loop
+* ``hearing``  — where the edge hears events: after the adapter's checks, before NoneBot's handling
 * ``edge``     — the state of one run, tying the above together
 * ``console``  — ``use_console(factory)``: the web console mounted at ``/console`` once the edge runs
 
-The edge hears events in NoneBot's event preprocessor, not through a matcher: it takes every message
-and notice anyway, and a matcher costs a rule and permission check, a handler with its dependencies
-solved and NoneBot's per-run log lines (one of them formats the whole event) for each one, which at a
-few hundred group messages a second is much of the process's CPU. The preprocessor runs after the
-adapter's own checks (the reply resolved, the @ of the bot and its nickname noted, which the
-conversion reads), before any matcher; it never raises and never ignores an event, so other plugins'
-matchers see every event as before, and one that blocks an event no longer keeps it from the edge.
+The edge hears events through :mod:`plugins.greywind.hearing`, neither through a matcher nor through
+an event preprocessor: it takes every message and notice anyway, and a matcher costs a rule and
+permission check, a handler with its dependencies solved and NoneBot's per-run log lines (one of them
+formats the whole event) for each one; a preprocessor, a task group, a task and its dependencies
+solved. At a few hundred group messages a second either is much of the process's CPU. The hook runs
+after the adapter's own checks (the reply resolved, the @ of the bot and its nickname noted, which the
+conversion reads), before NoneBot handles the event; it never raises and never ignores an event, so
+other plugins' preprocessors and matchers see every event as before, and one that blocks an event does
+not keep it from the edge.
 """
 
 from __future__ import annotations
@@ -36,12 +39,12 @@ import structlog
 from nonebot import get_adapters, get_app, get_driver
 from nonebot.adapters import Event
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent, NoticeEvent
-from nonebot.message import event_preprocessor
 from nonebot.plugin import PluginMetadata
 
 from plugins.greywind.console import mount_console
 from plugins.greywind.edge import Edge
 from plugins.greywind.gateway import EdgeContext, RuntimeGateway, use_runtime
+from plugins.greywind.hearing import install as hear_events
 from plugins.greywind.onebot_guard import GuardedAdapter
 from plugins.greywind.own_messages import hear_sent_messages
 from runtime.config import config_path, load_config
@@ -136,9 +139,8 @@ async def _disconnected(bot: Bot) -> None:
         _edge.bot_disconnected(bot.self_id)
 
 
-@event_preprocessor
 async def _hear(event: Event) -> None:
-    """Every event, before the matchers: messages and notices to the edge, the rest passed by."""
+    """Every event, before NoneBot handles it: messages and notices to the edge, the rest passed by."""
     edge = _edge
     if edge is None:
         return
@@ -148,5 +150,8 @@ async def _hear(event: Event) -> None:
         elif isinstance(event, NoticeEvent):
             await edge.handle_notice(event)
     except Exception:
-        # Raised from a preprocessor, NoneBot would ignore the event for every plugin.
+        # Raised from here, the event would never reach NoneBot: no other plugin would see it.
         log.exception("event_failed", event=event.get_event_name())
+
+
+hear_events(_hear)

@@ -12,9 +12,10 @@ from typing import Any, ClassVar
 
 import anyio
 import nonebot
+import nonebot.message
 import pytest
 from nonebot.adapters.onebot.v11 import Adapter, Bot, Event, GroupMessageEvent
-from nonebot.exception import WebSocketClosed
+from nonebot.exception import IgnoredException, WebSocketClosed
 from nonebot.matcher import Matcher
 
 import plugins.greywind as plugin
@@ -212,3 +213,30 @@ async def test_a_backlog_worked_off_at_once_keeps_the_pace_its_messages_came_at(
         GuardedAdapter.max_events_in_flight = limit
         plugin._edge = None
         await edge.stop()
+
+
+@pytest.mark.anyio
+async def test_a_plugin_that_ignores_every_event_does_not_keep_it_from_the_edge(
+    served: tuple[Bot, RecordingGateway], other_plugin: tuple[list[Event], Any]
+) -> None:
+    """Another plugin's preprocessor that ignores events (a block list, say) ends them for NoneBot's
+    matchers; the edge has heard each one whole before NoneBot runs any preprocessor."""
+    bot, gateway = served
+    seen, add = other_plugin
+    add(priority=1, block=False)
+
+    async def ignore_everything() -> None:
+        raise IgnoredException("blocked")
+
+    registered = set(nonebot.message._event_preprocessors)
+    nonebot.message.event_preprocessor(ignore_everything)
+    try:
+        await bot.handle_event(parse(said("今天吃什么")))
+        await bot.handle_event(parse(said("", segments=[ob.at(SELF_ID), ob.text(" 在吗")])))
+    finally:
+        nonebot.message._event_preprocessors.intersection_update(registered)
+    edge = plugin.current_edge()
+    assert edge is not None
+    await edge.dispatcher.wait_idle()
+    assert [m.text for m in gateway.messages] == ["今天吃什么", "@灰风 在吗"]
+    assert seen == []  # NoneBot ignored both, as the other plugin asked
