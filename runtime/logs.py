@@ -181,17 +181,22 @@ def configure_logging(
             _tap,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level.upper(), logging.INFO)),
+        wrapper_class=structlog.make_filtering_bound_logger(_level_number(level)),
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
     return redactor
 
 
+def _level_number(level: str) -> int:
+    """The number of a level's name, any case; an unknown name is INFO."""
+    return _LEVELS.get(level.upper(), logging.INFO)
+
+
 def event_lines_written(level: str) -> bool:
     """Whether :func:`route_loguru` at ``level`` writes NoneBot's line per event received (and its
     lines per matcher run): at DEBUG and below only."""
-    return _LEVELS.get(level.upper(), logging.INFO) <= _LEVELS["DEBUG"]
+    return _level_number(level) <= _LEVELS["DEBUG"]
 
 
 def route_loguru(redactor: Redactor, *, level: str = "INFO") -> None:
@@ -199,7 +204,7 @@ def route_loguru(redactor: Redactor, *, level: str = "INFO") -> None:
     from loguru import logger as loguru_logger  # NoneBot's dependency; imported only when routing
 
     target = structlog.get_logger("nonebot")
-    threshold = _LEVELS.get(level.upper(), logging.INFO)
+    threshold = _level_number(level)
     debugging = event_lines_written(level)
 
     def sink(message: Any) -> None:
